@@ -1,0 +1,39 @@
+import { createFanout, type Fanout, type FanoutDefinition, type FanoutRuntimeOptions, type Logger } from '@fanout/core';
+import { prismaFanoutStore } from '@fanout/prisma-adapter';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../generated/prisma/client.ts';
+
+export interface AppRuntime extends AsyncDisposable {
+  prisma: PrismaClient;
+  fanout: Fanout;
+  close(): Promise<void>;
+}
+
+/**
+ * One process's database side: a Prisma client (pooled, through @prisma/adapter-pg), the Fanout
+ * store over it, and a runtime whose pg-boss uses the same database.
+ */
+export function createAppRuntime(options: {
+  databaseUrl: string;
+  definitions: readonly FanoutDefinition[];
+  logger?: Logger;
+  poolSize?: number;
+  worker?: FanoutRuntimeOptions['worker'];
+  maintenance?: FanoutRuntimeOptions['maintenance'];
+}): AppRuntime {
+  const poolSize = options.poolSize ?? 10;
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: options.databaseUrl, max: poolSize }) });
+  const fanout = createFanout({
+    store: prismaFanoutStore(prisma),
+    boss: { connectionString: options.databaseUrl, max: poolSize },
+    definitions: options.definitions,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.worker ? { worker: options.worker } : {}),
+    ...(options.maintenance ? { maintenance: options.maintenance } : {}),
+  });
+  const close = async () => {
+    await fanout.stop();
+    await prisma.$disconnect();
+  };
+  return { prisma, fanout, close, [Symbol.asyncDispose]: close };
+}

@@ -1,0 +1,192 @@
+import type { z } from 'zod';
+import { FanoutError } from '../errors/errors.ts';
+import type { ErrorClassifier } from '../errors/classify.ts';
+import type { GlobalLimit, GlobalLimitOptions, RateLimit, RateLimitOptions } from '../limits/global-limit.ts';
+import type { Logger } from '../runtime/logger.ts';
+import type { TaskRecord } from '../store/types.ts';
+import { assertQueueName } from './names.ts';
+
+/** One child as the manager lists it: a business key unique in the task, and its snapshot. */
+export interface ListedItem<TItem> {
+  key: string;
+  snapshot: TItem;
+}
+
+/**
+ * What `listItems` returns: items one at a time or in pages, synchronously or not. The manager
+ * consumes it lazily, a page at a time, so 100,000 items never sit in memory together.
+ */
+export type ListedItems<TItem> =
+  | AsyncIterable<ListedItem<TItem> | readonly ListedItem<TItem>[]>
+  | Iterable<ListedItem<TItem> | readonly ListedItem<TItem>[]>;
+
+export interface ManagerContext {
+  task: { id: string; tenant: string | null };
+  /** Aborted when the task is stopped or the runtime shuts down. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+export interface ItemContext {
+  /**
+   * Aborted when the task is cancelled or fails early (on every process), when this worker
+   * loses its claim, when the job expires, or when the runtime shuts down.
+   */
+  signal: AbortSignal;
+  item: { id: string; key: string; taskId: string; attempt: number; maxAttempts: number; round: number };
+  task: { id: string; tenant: string | null };
+  /** A line for the task's live log (`item.log` event). */
+  log(message: string, data?: Record<string, unknown>): void;
+  /** Progress inside this item (`item.progress` event). */
+  progress(detail: { fraction?: number; message?: string }): void;
+  /** The runtime's limits shared by every process, for an expensive call inside the handler. */
+  limits: LimitsAccess;
+  logger: Logger;
+}
+
+export interface LimitsAccess {
+  /** A strict concurrency limit across all processes, e.g. `global('llm', { limit: 5 })`. */
+  global(name: string, options: GlobalLimitOptions): GlobalLimit;
+  /** A strict rate limit across all processes, e.g. `rate('llm_rpm', { limit: 60, intervalMs: 60_000 })`. */
+  rate(name: string, options: RateLimitOptions): RateLimit;
+}
+
+export interface FanInContext {
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+export interface ManagerQueueOptions {
+  /** @default 2 */
+  retryLimit?: number;
+  /** @default 3600 (60 minutes) */
+  expireInSeconds?: number;
+  /** @default 30 */
+  heartbeatSeconds?: number;
+  /** Items inserted (and jobs enqueued) per transaction. @default 1000 */
+  pageSize?: number;
+}
+
+export interface ChildQueueOptions {
+  /**
+   * Retries after the first attempt, so an item runs at most `retryLimit + 1` times; the failure
+   * of the last one counts as failed. @default 3
+   */
+  retryLimit?: number;
+  /** Base delay before a retry, doubled per attempt with jitter when `retryBackoff`. @default 10 */
+  retryDelaySeconds?: number;
+  /** @default true */
+  retryBackoff?: boolean;
+  /** @default 600 */
+  retryDelayMaxSeconds?: number;
+  /** A job still active after this long is aborted and counts as a failed attempt. @default 1800 (30 minutes) */
+  expireInSeconds?: number;
+  /** @default 30 */
+  heartbeatSeconds?: number;
+}
+
+export interface FanoutOptions {
+  manager?: ManagerQueueOptions;
+  child?: ChildQueueOptions;
+  /** Fail the task early once more than this many items failed. */
+  maxFailures?: number | null;
+  /** Fail the task early once more than this share (0..1) of its items failed. */
+  maxFailureRatio?: number | null;
+  /** Fail the task (cancelling what is left) when it runs longer than this. */
+  deadlineMs?: number | null;
+}
+
+/** A finished task, as the fan-in hook receives it. */
+export type FinishedTask = TaskRecord;
+
+export interface FanoutDefinitionInput<TInput, TItem, TResult> {
+  /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_child`. */
+  name: string;
+  input: z.ZodType<TInput>;
+  item: z.ZodType<TItem>;
+  result?: z.ZodType<TResult>;
+  /** The manager side: list the task's items with their snapshots. */
+  listItems(input: TInput, ctx: ManagerContext): ListedItems<TItem> | Promise<ListedItems<TItem>>;
+  /** The child side: process one item. Throw to fail (see the classifier); return the result. */
+  runItem(item: TItem, ctx: ItemContext): Promise<TResult> | TResult;
+  /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
+  onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
+  classify?: ErrorClassifier;
+  options?: FanoutOptions;
+}
+
+export interface ResolvedOptions {
+  manager: Required<ManagerQueueOptions>;
+  child: Required<ChildQueueOptions>;
+  maxFailures: number | null;
+  maxFailureRatio: number | null;
+  deadlineMs: number | null;
+}
+
+export interface FanoutDefinition<TInput = any, TItem = any, TResult = any>
+  extends FanoutDefinitionInput<TInput, TItem, TResult> {
+  readonly managerQueue: string;
+  readonly childQueue: string;
+  readonly deadLetterQueue: string;
+  readonly resolved: ResolvedOptions;
+}
+
+function positiveInt(value: number, field: string, min = 1): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new FanoutError('invalid_argument', `${field}: must be an integer >= ${min}, got ${value}`, { field });
+  }
+  return value;
+}
+
+export function resolveLimits(
+  options: { maxFailures?: number | null | undefined; maxFailureRatio?: number | null | undefined; deadlineMs?: number | null | undefined },
+  prefix: string,
+): { maxFailures: number | null; maxFailureRatio: number | null; deadlineMs: number | null } {
+  const maxFailures = options.maxFailures ?? null;
+  if (maxFailures !== null) positiveInt(maxFailures, `${prefix}maxFailures`, 0);
+  const maxFailureRatio = options.maxFailureRatio ?? null;
+  if (maxFailureRatio !== null && !(maxFailureRatio >= 0 && maxFailureRatio <= 1)) {
+    throw new FanoutError('invalid_argument', `${prefix}maxFailureRatio: must be between 0 and 1, got ${maxFailureRatio}`, {
+      field: `${prefix}maxFailureRatio`,
+    });
+  }
+  const deadlineMs = options.deadlineMs ?? null;
+  if (deadlineMs !== null) positiveInt(deadlineMs, `${prefix}deadlineMs`);
+  return { maxFailures, maxFailureRatio, deadlineMs };
+}
+
+/**
+ * Defines a fan-out task type. The definition is plain data plus handlers: register it with a
+ * runtime (`createFanout`) in every process that submits or works its tasks.
+ */
+export function defineFanout<TInput, TItem, TResult = unknown>(
+  definition: FanoutDefinitionInput<TInput, TItem, TResult>,
+): FanoutDefinition<TInput, TItem, TResult> {
+  assertQueueName(definition.name, 'name');
+  const m = definition.options?.manager ?? {};
+  const c = definition.options?.child ?? {};
+  const resolved: ResolvedOptions = {
+    manager: {
+      retryLimit: positiveInt(m.retryLimit ?? 2, 'options.manager.retryLimit', 0),
+      expireInSeconds: positiveInt(m.expireInSeconds ?? 3600, 'options.manager.expireInSeconds'),
+      heartbeatSeconds: positiveInt(m.heartbeatSeconds ?? 30, 'options.manager.heartbeatSeconds', 10),
+      pageSize: positiveInt(m.pageSize ?? 1000, 'options.manager.pageSize'),
+    },
+    child: {
+      retryLimit: positiveInt(c.retryLimit ?? 3, 'options.child.retryLimit', 0),
+      retryDelaySeconds: positiveInt(c.retryDelaySeconds ?? 10, 'options.child.retryDelaySeconds', 0),
+      retryBackoff: c.retryBackoff ?? true,
+      retryDelayMaxSeconds: positiveInt(c.retryDelayMaxSeconds ?? 600, 'options.child.retryDelayMaxSeconds', 0),
+      expireInSeconds: positiveInt(c.expireInSeconds ?? 1800, 'options.child.expireInSeconds'),
+      heartbeatSeconds: positiveInt(c.heartbeatSeconds ?? 30, 'options.child.heartbeatSeconds', 10),
+    },
+    ...resolveLimits(definition.options ?? {}, 'options.'),
+  };
+  return {
+    ...definition,
+    managerQueue: `${definition.name}_manager`,
+    childQueue: `${definition.name}_child`,
+    deadLetterQueue: `${definition.name}_child_dead`,
+    resolved,
+  };
+}

@@ -1,0 +1,33 @@
+export { defineFanout } from './define/define-fanout.ts';
+export type {
+  ChildQueueOptions,
+  FanInContext,
+  FanoutDefinition,
+  FanoutDefinitionInput,
+  FanoutOptions,
+  FinishedTask,
+  ItemContext,
+  LimitsAccess,
+  ListedItem,
+  ListedItems,
+  ManagerContext,
+  ManagerQueueOptions,
+} from './define/define-fanout.ts';
+export { assertJobPayload, assertQueueName, MAX_JOB_PAYLOAD_BYTES } from './define/names.ts';
+export { FanoutError, PermanentError, TransientError } from './errors/errors.ts';
+export type { FanoutErrorCode } from './errors/errors.ts';
+export { defaultClassifier, parseRetryAfter } from './errors/classify.ts';
+export type { Classification, ErrorClassifier } from './errors/classify.ts';
+export { FanoutEvents } from './events/events.ts';
+export type { FanoutEventMap, FanoutEventName, ItemEventBase, Listener, TaskEvent } from './events/events.ts';
+export { GlobalLimit, RateLimit } from './limits/global-limit.ts';
+export type { GlobalLimitOptions, RateLimitOptions, RunOptions } from './limits/global-limit.ts';
+export { LocalLimit } from './limits/local-limit.ts';
+export { createFanout, Fanout } from './runtime/runtime.ts';
+export type { FanoutRuntimeOptions, StartOptions, SubmitOptions } from './runtime/runtime.ts';
+export type { WorkerSettings } from './runtime/context.ts';
+export type { MaintenanceSettings } from './runtime/maintenance.ts';
+export { consoleLogger, silentLogger } from './runtime/logger.ts';
+export type { Logger } from './runtime/logger.ts';
+export { isTerminalTaskStatus, TERMINAL_TASK_STATUSES } from './store/types.ts';
+export type * from './store/types.ts';

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { FanoutError } from '../errors/errors.ts';
+import { assertQueueName } from '../define/names.ts';
+import type { FanoutStore } from '../store/types.ts';
+import { abortError, delay } from './abortable.ts';
+
+export interface GlobalLimitOptions {
+  /** Holders at once across every process sharing the database. */
+  limit: number;
+  /**
+   * A holder's slot is recovered this long after its last renewal if the holder dies. Live
+   * holders renew every third of it. @default 30000
+   */
+  leaseMs?: number;
+  /** Longest pause between two tries while waiting for a slot. @default 250 */
+  maxPollMs?: number;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+}
+
+function backoff(attempt: number, maxMs: number): number {
+  const base = Math.min(maxMs, 5 * 2 ** Math.min(attempt, 10));
+  return Math.round(base / 2 + Math.random() * (base / 2));
+}
+
+/**
+ * A strict concurrency limit shared by every process through Postgres: a table of `limit` slot
+ * rows, each held by at most one holder, taken with a conditional `UPDATE ... FOR UPDATE SKIP
+ * LOCKED`. Never more holders than `limit`, however the takes race; a dead holder's slot frees
+ * when its lease lapses. Use it around an expensive call: `await llm.run(() => callModel())`.
+ */
+export class GlobalLimit {
+  readonly name: string;
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly #maxPollMs: number;
+  readonly #store: FanoutStore;
+
+  constructor(store: FanoutStore, name: string, options: GlobalLimitOptions) {
+    assertQueueName(name, 'limit name');
+    if (!Number.isInteger(options.limit) || options.limit < 1) {
+      throw new FanoutError('invalid_argument', `limit: must be an integer >= 1, got ${options.limit}`, { field: 'limit' });
+    }
+    this.#store = store;
+    this.name = name;
+    this.limit = options.limit;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.#maxPollMs = options.maxPollMs ?? 250;
+  }
+
+  /** Waits for a slot; returns a release function. Prefer {@link run}. */
+  async acquire(options: RunOptions = {}): Promise<{ release: () => Promise<void>; holder: string }> {
+    const holder = randomUUID();
+    for (let attempt = 0; ; attempt++) {
+      if (options.signal?.aborted) throw abortError(options.signal);
+      if (await this.#store.acquireSlot(this.name, this.limit, holder, this.leaseMs)) break;
+      await delay(backoff(attempt, this.#maxPollMs), options.signal);
+    }
+    // Renew while held, so a long call keeps its slot and a dead process loses it.
+    const timer = setInterval(() => {
+      this.#store.renewSlot(this.name, holder, this.leaseMs).catch(() => {
+        // A failed renewal is retried at the next tick; the lease covers two missed ones.
+      });
+    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    timer.unref();
+    let released = false;
+    return {
+      holder,
+      release: async () => {
+        if (released) return;
+        released = true;
+        clearInterval(timer);
+        await this.#store.releaseSlot(this.name, holder);
+      },
+    };
+  }
+
+  async run<T>(fn: () => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    const { release } = await this.acquire(options);
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+
+  /** Holders right now, across all processes. */
+  holders(): Promise<number> {
+    return this.#store.slotHolders(this.name);
+  }
+}
+
+export interface RateLimitOptions {
+  /** Calls allowed in any window of `intervalMs`. */
+  limit: number;
+  intervalMs: number;
+}
+
+/**
+ * A strict rate limit shared by every process: `limit` slot rows, each usable once per
+ * `intervalMs`, so no window of `intervalMs` ever sees more than `limit` calls.
+ */
+export class RateLimit {
+  readonly name: string;
+  readonly limit: number;
+  readonly intervalMs: number;
+  readonly #store: FanoutStore;
+
+  constructor(store: FanoutStore, name: string, options: RateLimitOptions) {
+    assertQueueName(name, 'limit name');
+    if (!Number.isInteger(options.limit) || options.limit < 1) {
+      throw new FanoutError('invalid_argument', `limit: must be an integer >= 1, got ${options.limit}`, { field: 'limit' });
+    }
+    if (!Number.isInteger(options.intervalMs) || options.intervalMs < 1) {
+      throw new FanoutError('invalid_argument', `intervalMs: must be an integer >= 1, got ${options.intervalMs}`, { field: 'intervalMs' });
+    }
+    this.#store = store;
+    this.name = name;
+    this.limit = options.limit;
+    this.intervalMs = options.intervalMs;
+  }
+
+  /** Waits until a call is allowed. */
+  async take(options: RunOptions = {}): Promise<void> {
+    for (;;) {
+      if (options.signal?.aborted) throw abortError(options.signal);
+      const waitMs = await this.#store.takeRateSlot(this.name, this.limit, this.intervalMs);
+      if (waitMs === 0) return;
+      // Wake a little after the slot frees, spread so waiters do not stampede.
+      await delay(Math.min(waitMs, this.intervalMs) + Math.random() * 20, options.signal);
+    }
+  }
+
+  async run<T>(fn: () => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    await this.take(options);
+    return fn();
+  }
+}

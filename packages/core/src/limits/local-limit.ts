@@ -1,0 +1,65 @@
+import { abortError } from './abortable.ts';
+
+/**
+ * An in-process semaphore: at most `limit` holders at once in this process, FIFO. This is the
+ * first level of throttling (handlers in memory); for limits across processes use a global limit.
+ */
+export class LocalLimit {
+  readonly limit: number;
+  #active = 0;
+  readonly #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; signal: AbortSignal | undefined; onAbort: () => void }> = [];
+
+  constructor(limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit: must be an integer >= 1, got ${limit}`);
+    this.limit = limit;
+  }
+
+  get active(): number {
+    return this.#active;
+  }
+
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (this.#active < this.limit) {
+      this.#active++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const index = this.#waiters.indexOf(waiter);
+          if (index >= 0) this.#waiters.splice(index, 1);
+          reject(abortError(signal!));
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  release(): void {
+    const next = this.#waiters.shift();
+    if (next) {
+      next.signal?.removeEventListener('abort', next.onAbort);
+      next.resolve(); // the slot passes straight to the next waiter
+    } else {
+      this.#active--;
+    }
+  }
+
+  async run<T>(fn: () => Promise<T> | T, signal?: AbortSignal): Promise<T> {
+    await this.acquire(signal);
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+}

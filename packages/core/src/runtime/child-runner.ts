@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import type { Job, JobResult } from 'pg-boss';
+import type { FanoutDefinition, ItemContext } from '../define/define-fanout.ts';
+import { defaultClassifier } from '../errors/classify.ts';
+import { FanoutError } from '../errors/errors.ts';
+import type { ItemEventBase } from '../events/events.ts';
+import { LocalLimit } from '../limits/local-limit.ts';
+import type { ClaimedItem, ItemError, Outcome } from '../store/types.ts';
+import type { RuntimeContext } from './context.ts';
+import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
+import { errorFields } from './logger.ts';
+import { SettleBuffer } from './settle-buffer.ts';
+
+export interface ChildJobData {
+  taskId: string;
+  itemId: string;
+}
+
+/** Delay before retry `attempt + 1`: exponential with jitter, never sooner than Retry-After. */
+export function retryDelayMs(definition: FanoutDefinition, attempt: number, retryAfterMs?: number): number {
+  const { retryDelaySeconds, retryBackoff, retryDelayMaxSeconds } = definition.resolved.child;
+  let delay = retryDelaySeconds * 1000;
+  if (retryBackoff) {
+    const exp = retryDelaySeconds * 1000 * 2 ** Math.min(attempt - 1, 16);
+    delay = exp / 2 + Math.random() * (exp / 2);
+  }
+  delay = Math.min(delay, retryDelayMaxSeconds * 1000);
+  return Math.round(Math.max(delay, retryAfterMs ?? 0));
+}
+
+/**
+ * Works child jobs: claims their items in one statement, runs the handlers under the process's
+ * concurrency limit, and settles outcomes through the group-commit buffer. The pg-boss job is
+ * only the delivery; the item row decides what happens, so a duplicate delivery finds the item
+ * claimed or settled and does nothing.
+ */
+export class ChildRunner {
+  readonly #ctx: RuntimeContext;
+  readonly #limit: LocalLimit;
+  readonly #leases: LeaseKeeper;
+  readonly #buffer: SettleBuffer;
+
+  constructor(ctx: RuntimeContext) {
+    this.#ctx = ctx;
+    this.#limit = new LocalLimit(ctx.settings.concurrency);
+    this.#leases = new LeaseKeeper(ctx.store, {
+      leaseMs: ctx.settings.leaseMs,
+      pollMs: ctx.settings.controlPollMs,
+      onError: (error) => ctx.reportError(error, 'lease renewal'),
+    });
+    this.#buffer = new SettleBuffer(ctx.store, 500, (result) => ctx.afterSettle(result));
+  }
+
+  get inFlight(): number {
+    return this.#leases.size;
+  }
+
+  async drain(): Promise<void> {
+    await this.#buffer.idle();
+    this.#leases.stop();
+  }
+
+  async handleBatch(definition: FanoutDefinition, jobs: Job<ChildJobData>[]): Promise<JobResult[]> {
+    const jobByItem = new Map<string, Job<ChildJobData>>();
+    for (const job of jobs) if (!jobByItem.has(job.data.itemId)) jobByItem.set(job.data.itemId, job);
+    const token = randomUUID();
+    const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
+    const outputs = new Map<string, string>();
+    await Promise.all(
+      claimed.map(async (item) => {
+        const job = jobByItem.get(item.itemId)!;
+        outputs.set(job.id, await this.#runOne(definition, item, token, job.signal));
+      }),
+    );
+    // Jobs whose item was not claimable (settled, held by a live claim, task stopped) are done:
+    // the item row, not the job, carries the work.
+    return jobs.map((job) => ({ id: job.id, status: 'completed', output: { outcome: outputs.get(job.id) ?? 'skipped' } }));
+  }
+
+  async #runOne(definition: FanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<string> {
+    const ctx = this.#ctx;
+    const controller = new AbortController();
+    let why: AbortWhy | 'expired' | 'shutdown' | null = null;
+    const abort = (reason: typeof why) => {
+      if (controller.signal.aborted) return;
+      why = reason;
+      controller.abort(new FanoutError('aborted', `item ${item.itemId} aborted: ${reason}`));
+    };
+    const onJobAbort = () => abort('expired');
+    const onShutdown = () => abort('shutdown');
+    jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+    this.#leases.track(item.itemId, token, item.taskId, abort);
+
+    const base: ItemEventBase = {
+      taskId: item.taskId,
+      itemId: item.itemId,
+      key: item.key,
+      kind: item.kind,
+      tenant: item.tenant,
+      attempt: item.attempt,
+    };
+    let outcome: Outcome | null = null;
+    let release: { error: ItemError; delayMs: number } | null = null;
+    try {
+      await this.#limit.acquire(controller.signal);
+      try {
+        ctx.events.emit('item.started', base);
+        const itemContext: ItemContext = {
+          signal: controller.signal,
+          item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
+          task: { id: item.taskId, tenant: item.tenant },
+          log: (message, data) => ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message }),
+          progress: (detail) => ctx.events.emit('item.progress', { ...base, ...detail }),
+          limits: ctx.limits,
+          logger: ctx.logger,
+        };
+        const snapshot = definition.item.parse(item.snapshot);
+        let result = await definition.runItem(snapshot, itemContext);
+        if (definition.result) result = definition.result.parse(result);
+        outcome = { itemId: item.itemId, token, status: 'succeeded', result: result ?? null };
+      } finally {
+        this.#limit.release();
+      }
+    } catch (error) {
+      if (why === 'task_stopped') {
+        outcome = { itemId: item.itemId, token, status: 'cancelled' };
+      } else if (why === 'claim_lost' || why === 'shutdown') {
+        // Another worker owns the item now (or will, once this process's lease lapses).
+        outcome = null;
+      } else {
+        const classified = (definition.classify ?? defaultClassifier)(error);
+        const itemError: ItemError =
+          why === 'expired'
+            ? { code: 'expired', message: `job expired after ${definition.resolved.child.expireInSeconds}s`, attempt: item.attempt }
+            : { code: classified.code, message: classified.message, attempt: item.attempt };
+        const transient = why === 'expired' || classified.kind === 'transient';
+        if (transient && item.attempt < item.maxAttempts) {
+          release = { error: itemError, delayMs: retryDelayMs(definition, item.attempt, classified.retryAfterMs) };
+        } else {
+          outcome = { itemId: item.itemId, token, status: 'failed', error: itemError };
+        }
+        ctx.logger.debug('item failed', { taskId: item.taskId, itemId: item.itemId, ...itemError, retry: !!release, ...errorFields(error) });
+      }
+    } finally {
+      jobSignal.removeEventListener('abort', onJobAbort);
+      ctx.shutdown.removeEventListener('abort', onShutdown);
+      this.#leases.untrack(item.itemId);
+    }
+
+    if (release) {
+      const released = await ctx.store.releaseItems(
+        [{ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs }],
+        ctx.enqueueChildren,
+      );
+      if (released.length > 0) {
+        ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
+        return 'retry_scheduled';
+      }
+      // The task stopped meanwhile: there will be no retry, so the item ends here, cancelled.
+      outcome = { itemId: item.itemId, token, status: 'cancelled' };
+    }
+    if (!outcome) return 'claim_lost';
+    const recorded = await this.#buffer.push(outcome);
+    if (!recorded) return 'claim_lost';
+    if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
+    else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
+    else ctx.events.emit('item.cancelled', base);
+    return outcome.status;
+  }
+}

@@ -1,0 +1,33 @@
+import type { PgBoss } from 'pg-boss';
+import type { FanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
+import type { FanoutEvents } from '../events/events.ts';
+import type { EnqueueItems, FanoutStore, SettleResult, SettledTask } from '../store/types.ts';
+import type { Logger } from './logger.ts';
+
+export interface WorkerSettings {
+  concurrency: number;
+  batchSize: number;
+  leaseMs: number;
+  controlPollMs: number;
+  pollingIntervalSeconds: number;
+  managerConcurrency: number;
+}
+
+/** What the runtime's parts share. Internal. */
+export interface RuntimeContext {
+  boss: PgBoss;
+  store: FanoutStore;
+  events: FanoutEvents;
+  logger: Logger;
+  settings: WorkerSettings;
+  /** Aborted when the runtime stops. */
+  shutdown: AbortSignal;
+  definition(kind: string): FanoutDefinition;
+  /** Enqueues child jobs inside a store transaction. */
+  enqueueChildren: EnqueueItems;
+  /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
+  afterSettle(result: SettleResult): void;
+  announceTask(task: SettledTask): void;
+  reportError(error: unknown, context: string): void;
+  limits: LimitsAccess;
+}

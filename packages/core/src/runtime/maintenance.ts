@@ -1,0 +1,69 @@
+import type { RuntimeContext } from './context.ts';
+import { errorFields } from './logger.ts';
+
+export interface MaintenanceSettings {
+  /** How often each process sweeps. @default 5000 */
+  intervalMs: number;
+  /** Unfinished tasks untouched this long get their counters recomputed from item rows. @default 60000 */
+  reconcileIdleMs: number;
+  /** Lease of a fan-in hook run; a crashed run is retried after it. @default 60000 */
+  fanInLeaseMs: number;
+}
+
+/**
+ * The sweeper every worker process runs. Each step is a conditional update, so any number of
+ * processes may sweep at once without doing anything twice:
+ * - items whose holder died (lease lapsed) go back to pending with a fresh job, or count as
+ *   failed when that was their last attempt;
+ * - running tasks past their deadline stop;
+ * - idle unfinished tasks are reconciled (counters recomputed, finished if all settled);
+ * - finished tasks whose fan-in hook has not run get it run.
+ */
+export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
+  const { store } = ctx;
+  for (;;) {
+    const recovered = await store.recoverLapsedItems(500, ctx.enqueueChildren);
+    if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {
+      ctx.logger.info('recovered lapsed items', { requeued: recovered.requeued, failed: recovered.failed.settled.length });
+    }
+    ctx.afterSettle(recovered.failed);
+    if (recovered.requeued + recovered.failed.settled.length < 500) break;
+  }
+
+  for (const taskId of await store.overdueTasks(100)) {
+    const stopped = await store.stopTask(taskId, 'deadline', 'the task passed its deadline');
+    if (stopped?.changed) ctx.logger.info('task passed its deadline', { taskId });
+    if (stopped) ctx.announceTask(stopped.task);
+  }
+
+  for (const taskId of await store.reconcileCandidates(settings.reconcileIdleMs, 100)) {
+    const result = await store.reconcile(taskId);
+    if (!result) continue;
+    if (result.drift.length > 0) ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
+    if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
+  }
+
+  await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
+}
+
+/**
+ * Runs the fan-in hook of finished tasks (one task when `taskId` is given), each under a lease
+ * so exactly one process runs it per round; a failed or crashed run is retried by a later sweep.
+ */
+export async function runFanIns(ctx: RuntimeContext, taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<void> {
+  for (;;) {
+    const task = await ctx.store.claimFanIn(taskId, kinds, leaseMs);
+    if (!task) return;
+    const definition = ctx.definition(task.kind);
+    try {
+      await definition.onFinish?.(task, { logger: ctx.logger, signal: ctx.shutdown });
+      await ctx.store.completeFanIn(task.id, task.round);
+    } catch (error) {
+      ctx.logger.error('fan-in hook failed; it will be retried', { taskId: task.id, ...errorFields(error) });
+      await ctx.store.releaseFanIn(task.id, Math.min(leaseMs, 30_000));
+      ctx.reportError(error, `fan-in of task ${task.id}`);
+      return;
+    }
+    if (taskId) return;
+  }
+}

@@ -1,0 +1,100 @@
+import type { JobWithMetadata } from 'pg-boss';
+import type { FanoutDefinition, ListedItem } from '../define/define-fanout.ts';
+import { defaultClassifier } from '../errors/classify.ts';
+import { PermanentError } from '../errors/errors.ts';
+import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
+import type { RuntimeContext } from './context.ts';
+import { errorFields } from './logger.ts';
+
+export interface ManagerJobData {
+  taskId: string;
+}
+
+const MAX_KEY_LENGTH = 512;
+
+function isListedItem(value: unknown): value is ListedItem<unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'key' in value;
+}
+
+/**
+ * Streams what `listItems` yields into pages, so memory holds one page whatever N is.
+ * Accepts single items and arrays of items, from sync or async iterables.
+ */
+async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, size: number): AsyncGenerator<ListedItem<T>[]> {
+  let page: ListedItem<T>[] = [];
+  for await (const entry of source as AsyncIterable<unknown>) {
+    const entries = Array.isArray(entry) ? entry : [entry];
+    for (const listed of entries) {
+      if (!isListedItem(listed)) {
+        throw new PermanentError('listItems yielded a value that is not { key, snapshot }', { code: 'invalid_item' });
+      }
+      page.push(listed as ListedItem<T>);
+      if (page.length >= size) {
+        yield page;
+        page = [];
+      }
+    }
+  }
+  if (page.length > 0) yield page;
+}
+
+/**
+ * The manager: lists the task's items, snapshots them into item rows and enqueues one child job
+ * per item, a page per transaction (items and their jobs commit together, so a crash mid-way
+ * loses nothing and a retry skips what is already there), then exits. It never waits for the
+ * children: the last one to settle finishes the task.
+ */
+export async function runManager(ctx: RuntimeContext, definition: FanoutDefinition, job: JobWithMetadata<ManagerJobData>): Promise<void> {
+  const { taskId } = job.data;
+  const task = await ctx.store.startDispatch(taskId);
+  if (!task) {
+    ctx.logger.warn('manager job for a task that does not exist', { taskId });
+    return;
+  }
+  if (isTerminalTaskStatus(task.status) || task.dispatchedAt) return;
+
+  const controller = new AbortController();
+  const onShutdown = () => controller.abort(ctx.shutdown.reason);
+  ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const finalAttempt = job.retryCount >= job.retryLimit;
+  try {
+    if (task.status === 'running') await dispatch(ctx, definition, task, controller.signal);
+    const finished = await ctx.store.finishDispatch(taskId);
+    if (finished) ctx.announceTask(finished);
+  } catch (error) {
+    const classified = (definition.classify ?? defaultClassifier)(error);
+    if (classified.kind === 'transient' && !finalAttempt) {
+      ctx.logger.warn('manager failed, will retry', { taskId, attempt: job.retryCount + 1, ...errorFields(error) });
+      throw error;
+    }
+    ctx.logger.error('manager failed; stopping the task', { taskId, ...errorFields(error) });
+    const stopped = await ctx.store.stopTask(taskId, 'manager_failed', `${classified.code}: ${classified.message}`);
+    if (stopped) ctx.announceTask(stopped.task);
+  } finally {
+    ctx.shutdown.removeEventListener('abort', onShutdown);
+  }
+}
+
+async function dispatch(ctx: RuntimeContext, definition: FanoutDefinition, task: TaskRecord, signal: AbortSignal): Promise<void> {
+  const input = definition.input.parse(task.input);
+  const listed = await definition.listItems(input, {
+    task: { id: task.id, tenant: task.tenant },
+    signal,
+    logger: ctx.logger,
+  });
+  for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
+    signal.throwIfAborted();
+    const items: NewItem[] = page.map((listed) => {
+      if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
+        throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
+      }
+      // A snapshot that does not match the item schema fails that item, not the task.
+      const parsed = definition.item.safeParse(listed.snapshot);
+      return parsed.success
+        ? { key: listed.key, snapshot: parsed.data }
+        : { key: listed.key, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
+    });
+    const inserted = await ctx.store.insertItems(task.id, items, ctx.enqueueChildren);
+    if (inserted.status !== 'running') return; // stopped while dispatching: what is in stays, the rest is never sent
+  }
+}

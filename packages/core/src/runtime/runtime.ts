@@ -1,0 +1,467 @@
+import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
+import { resolveLimits, type FanoutDefinition } from '../define/define-fanout.ts';
+import { assertJobPayload } from '../define/names.ts';
+import { FanoutError } from '../errors/errors.ts';
+import { FanoutEvents } from '../events/events.ts';
+import { GlobalLimit, RateLimit, type GlobalLimitOptions, type RateLimitOptions } from '../limits/global-limit.ts';
+import {
+  isTerminalTaskStatus,
+  type FanoutStore,
+  type ItemToEnqueue,
+  type ListItemsQuery,
+  type ListTasksQuery,
+  type ReconcileResult,
+  type SettleResult,
+  type SettledTask,
+  type SqlExecutor,
+  type TaskRecord,
+} from '../store/types.ts';
+import { ChildRunner, type ChildJobData } from './child-runner.ts';
+import type { RuntimeContext, WorkerSettings } from './context.ts';
+import { consoleLogger, errorFields, type Logger } from './logger.ts';
+import { runFanIns, sweep, type MaintenanceSettings } from './maintenance.ts';
+import { runManager, type ManagerJobData } from './manager.ts';
+
+export interface FanoutRuntimeOptions {
+  store: FanoutStore;
+  /**
+   * A started pg-boss instance you own, or options to create one (the runtime then starts and
+   * stops it). Use the same database as the store: jobs are enqueued in the store's transactions.
+   */
+  boss: PgBoss | ConstructorOptions;
+  definitions: readonly FanoutDefinition[];
+  /** @default JSON lines on stderr from `warn` up */
+  logger?: Logger;
+  worker?: Partial<WorkerSettings>;
+  maintenance?: Partial<MaintenanceSettings>;
+}
+
+export interface StartOptions {
+  /** Work manager jobs in this process. @default true */
+  managers?: boolean;
+  /** Work child jobs in this process. @default true */
+  children?: boolean;
+  /** Sweep (lapsed claims, deadlines, reconcile, fan-in) in this process. @default true */
+  maintenance?: boolean;
+}
+
+export interface SubmitOptions {
+  tenant?: string | null;
+  /** Fail the task early once more than this many items failed. Overrides the definition. */
+  maxFailures?: number | null;
+  /** Fail the task early once more than this share (0..1) of its items failed. */
+  maxFailureRatio?: number | null;
+  /** Fail the task (cancelling what is left) after this long. */
+  deadlineMs?: number | null;
+}
+
+const DEFAULT_WORKER: WorkerSettings = {
+  concurrency: 10,
+  batchSize: 0, // derived from concurrency unless set
+  leaseMs: 15_000,
+  controlPollMs: 1_000,
+  pollingIntervalSeconds: 0.5,
+  managerConcurrency: 2,
+};
+
+const DEFAULT_MAINTENANCE: MaintenanceSettings = {
+  intervalMs: 5_000,
+  reconcileIdleMs: 60_000,
+  fanInLeaseMs: 60_000,
+};
+
+function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings): void {
+  const ints: Array<[string, number, number]> = [
+    ['worker.concurrency', worker.concurrency, 1],
+    ['worker.batchSize', worker.batchSize, 1],
+    ['worker.leaseMs', worker.leaseMs, 1000],
+    ['worker.controlPollMs', worker.controlPollMs, 10],
+    ['worker.managerConcurrency', worker.managerConcurrency, 1],
+    ['maintenance.intervalMs', maintenance.intervalMs, 10],
+    ['maintenance.reconcileIdleMs', maintenance.reconcileIdleMs, 0],
+    ['maintenance.fanInLeaseMs', maintenance.fanInLeaseMs, 1000],
+  ];
+  for (const [field, value, min] of ints) {
+    if (!Number.isInteger(value) || value < min) {
+      throw new FanoutError('invalid_argument', `${field}: must be an integer >= ${min}, got ${value}`, { field });
+    }
+  }
+  if (!(worker.pollingIntervalSeconds >= 0.5)) {
+    throw new FanoutError('invalid_argument', 'worker.pollingIntervalSeconds: must be >= 0.5', { field: 'worker.pollingIntervalSeconds' });
+  }
+}
+
+/**
+ * A Fanout runtime: submits tasks, and (once started) works their manager and child jobs in
+ * this process. Run one per process; API processes can start it with
+ * `{ managers: false, children: false, maintenance: false }` to only submit and control tasks.
+ */
+export class Fanout implements AsyncDisposable {
+  readonly events: FanoutEvents;
+  readonly store: FanoutStore;
+  readonly logger: Logger;
+  readonly #boss: PgBoss;
+  readonly #ownsBoss: boolean;
+  readonly #definitions = new Map<string, FanoutDefinition>();
+  readonly #worker: WorkerSettings;
+  readonly #maintenance: MaintenanceSettings;
+  readonly #shutdown = new AbortController();
+  readonly #ctx: RuntimeContext;
+  #children: ChildRunner | null = null;
+  #sweepTimer: NodeJS.Timeout | null = null;
+  #sweeping: Promise<void> | null = null;
+  readonly #workedQueues: string[] = [];
+  readonly #limits = new Map<string, GlobalLimit | RateLimit>();
+  #state: 'new' | 'starting' | 'started' | 'stopping' | 'stopped' = 'new';
+
+  constructor(options: FanoutRuntimeOptions) {
+    this.store = options.store;
+    this.logger = options.logger ?? consoleLogger('warn');
+    for (const definition of options.definitions) {
+      if (this.#definitions.has(definition.name)) {
+        throw new FanoutError('invalid_argument', `definitions: "${definition.name}" is registered twice`, { field: 'definitions' });
+      }
+      this.#definitions.set(definition.name, definition);
+    }
+    const worker = { ...DEFAULT_WORKER, ...options.worker };
+    if (!options.worker?.batchSize) worker.batchSize = Math.min(100, Math.max(1, Math.ceil(worker.concurrency / 2)));
+    this.#worker = worker;
+    this.#maintenance = { ...DEFAULT_MAINTENANCE, ...options.maintenance };
+    checkSettings(this.#worker, this.#maintenance);
+
+    this.#ownsBoss = !(options.boss instanceof PgBoss);
+    this.#boss = options.boss instanceof PgBoss ? options.boss : new PgBoss({ useListenNotify: true, ...options.boss });
+    if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
+
+    this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
+    const self = this;
+    this.#ctx = {
+      boss: this.#boss,
+      store: this.store,
+      events: this.events,
+      logger: this.logger,
+      settings: this.#worker,
+      shutdown: this.#shutdown.signal,
+      definition: (kind) => self.definition(kind),
+      enqueueChildren: (tx, items) => self.#enqueueChildren(tx, items),
+      afterSettle: (result) => self.#afterSettle(result),
+      announceTask: (task) => self.#announceTask(task),
+      reportError: (error, context) => self.#reportError(error, context),
+      limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
+    };
+  }
+
+  /** The pg-boss instance jobs go through. */
+  get boss(): PgBoss {
+    return this.#boss;
+  }
+
+  definition(kind: string): FanoutDefinition {
+    const definition = this.#definitions.get(kind);
+    if (!definition) throw new FanoutError('unknown_definition', `no fan-out definition named "${kind}" is registered`, { field: 'kind' });
+    return definition;
+  }
+
+  /** Starts pg-boss (when owned), creates the queues, and starts the requested workers. */
+  async start(options: StartOptions = {}): Promise<this> {
+    if (this.#state !== 'new') throw new FanoutError('conflict', `runtime cannot start: it is ${this.#state}`);
+    this.#state = 'starting';
+    if (this.#ownsBoss) await this.#boss.start();
+    for (const definition of this.#definitions.values()) await this.#createQueues(definition);
+
+    if (options.managers ?? true) {
+      for (const definition of this.#definitions.values()) {
+        await this.#boss.work<ManagerJobData>(
+          definition.managerQueue,
+          {
+            batchSize: 1,
+            localConcurrency: this.#worker.managerConcurrency,
+            includeMetadata: true,
+            pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+          },
+          async ([job]) => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>),
+        );
+        this.#workedQueues.push(definition.managerQueue);
+      }
+    }
+    if (options.children ?? true) {
+      const children = (this.#children = new ChildRunner(this.#ctx));
+      const localConcurrency = Math.max(1, Math.ceil(this.#worker.concurrency / this.#worker.batchSize));
+      for (const definition of this.#definitions.values()) {
+        await this.#boss.work<ChildJobData>(
+          definition.childQueue,
+          {
+            batchSize: this.#worker.batchSize,
+            localConcurrency,
+            perJobResults: true,
+            pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+            burstWhenBatchFull: this.#worker.batchSize > 1,
+          },
+          (jobs) => children.handleBatch(definition, jobs),
+        );
+        this.#workedQueues.push(definition.childQueue);
+      }
+    }
+    if (options.maintenance ?? true) {
+      const schedule = () => {
+        const jitter = Math.random() * this.#maintenance.intervalMs * 0.2;
+        this.#sweepTimer = setTimeout(() => {
+          this.#sweeping = this.sweep()
+            .catch((error) => this.#reportError(error, 'sweep'))
+            .finally(() => {
+              this.#sweeping = null;
+              if (this.#state === 'started') schedule();
+            });
+        }, this.#maintenance.intervalMs + jitter);
+        this.#sweepTimer.unref();
+      };
+      schedule();
+    }
+    this.#state = 'started';
+    return this;
+  }
+
+  async #createQueues(definition: FanoutDefinition): Promise<void> {
+    const { manager, child } = definition.resolved;
+    const deadLetter = { retentionSeconds: 14 * 24 * 3600 };
+    const childQueue = {
+      retryLimit: child.retryLimit,
+      retryDelay: child.retryDelaySeconds,
+      retryBackoff: child.retryBackoff,
+      retryDelayMax: child.retryDelayMaxSeconds,
+      expireInSeconds: child.expireInSeconds,
+      heartbeatSeconds: child.heartbeatSeconds,
+      notify: true,
+    };
+    const managerQueue = {
+      retryLimit: manager.retryLimit,
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: manager.expireInSeconds,
+      heartbeatSeconds: manager.heartbeatSeconds,
+      notify: true,
+    };
+    await this.#boss.createQueue(definition.deadLetterQueue, deadLetter);
+    await this.#boss.createQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });
+    await this.#boss.createQueue(definition.managerQueue, managerQueue);
+    // createQueue leaves an existing queue as it was; bring its options up to date.
+    await this.#boss.updateQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });
+    await this.#boss.updateQueue(definition.managerQueue, managerQueue);
+  }
+
+  #assertStarted(): void {
+    if (this.#state !== 'started') throw new FanoutError('not_started', 'the runtime is not started: call start() first');
+  }
+
+  /**
+   * Creates a task and enqueues its manager in one transaction, and returns at once.
+   * The input is validated against the definition's schema first.
+   */
+  async submit<TInput>(definition: FanoutDefinition<TInput> | string, input: TInput, options: SubmitOptions = {}): Promise<TaskRecord> {
+    this.#assertStarted();
+    const def = typeof definition === 'string' ? this.definition(definition) : this.definition(definition.name);
+    const parsed = def.input.parse(input);
+    const limits = resolveLimits(
+      {
+        maxFailures: options.maxFailures === undefined ? def.resolved.maxFailures : options.maxFailures,
+        maxFailureRatio: options.maxFailureRatio === undefined ? def.resolved.maxFailureRatio : options.maxFailureRatio,
+        deadlineMs: options.deadlineMs === undefined ? def.resolved.deadlineMs : options.deadlineMs,
+      },
+      '',
+    );
+    return this.store.createTask(
+      {
+        kind: def.name,
+        tenant: options.tenant ?? null,
+        input: parsed,
+        maxAttempts: def.resolved.child.retryLimit + 1,
+        maxFailures: limits.maxFailures,
+        maxFailureRatio: limits.maxFailureRatio,
+        deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
+      },
+      async (tx, task) => {
+        const data: ManagerJobData = { taskId: task.id };
+        assertJobPayload(def.managerQueue, data);
+        // The manager job's id is the task's id: a repeated send cannot create a second manager.
+        await this.#boss.insert(def.managerQueue, [{ id: task.id, data, singletonKey: `manager-${task.id}` }], { db: tx });
+      },
+    );
+  }
+
+  getTask(taskId: string): Promise<TaskRecord | null> {
+    return this.store.getTask(taskId);
+  }
+
+  listTasks(query: ListTasksQuery) {
+    return this.store.listTasks(query);
+  }
+
+  listItems(taskId: string, query: ListItemsQuery) {
+    return this.store.listItems(taskId, query);
+  }
+
+  /**
+   * Cancels a queued or running task: pending items are cancelled and counted at once, running
+   * ones see their abort signal (on whichever process runs them) and settle as cancelled.
+   * Throws `not_found`, or `conflict` when the task already finished.
+   */
+  async cancel(taskId: string): Promise<SettledTask> {
+    const result = await this.store.stopTask(taskId, 'cancelled');
+    if (!result) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    if (!result.changed && isTerminalTaskStatus(result.task.status)) {
+      throw new FanoutError('conflict', `task ${taskId} already ${result.task.status}; only a queued or running task can be cancelled`);
+    }
+    this.#announceTask(result.task);
+    this.events.emit('task.progress', { ...result.task, at: Date.now() });
+    return result.task;
+  }
+
+  /** Re-runs only the failed items of a finished task. Throws `not_found` or `conflict`. */
+  async retryFailed(taskId: string, options: { deadlineMs?: number | null } = {}): Promise<{ retried: number; task: TaskRecord }> {
+    this.#assertStarted();
+    const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs ?? null }, '');
+    const result = await this.store.retryFailed(
+      taskId,
+      (tx, items) => this.#enqueueChildren(tx, items),
+      deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) },
+    );
+    this.events.emit('task.progress', { ...toCounts(result.task), at: Date.now() });
+    return result;
+  }
+
+  /** Recomputes a task's counters from its item rows and finishes it if every item is settled. */
+  async reconcile(taskId: string): Promise<ReconcileResult> {
+    const result = await this.store.reconcile(taskId);
+    if (!result) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    if (result.finished) this.#announceTask({ ...result.task, finished: true, overFailureLimit: false });
+    return result;
+  }
+
+  /** One maintenance pass now (the background sweeper runs the same). */
+  async sweep(): Promise<void> {
+    await sweep(this.#ctx, this.#maintenance, [...this.#definitions.keys()]);
+  }
+
+  /**
+   * A strict concurrency limit shared by every process on this database. The same name and
+   * options give the same object, so handlers may call this per item.
+   */
+  globalLimit(name: string, options: GlobalLimitOptions): GlobalLimit {
+    const key = `global:${name}:${options.limit}:${options.leaseMs ?? ''}:${options.maxPollMs ?? ''}`;
+    let limit = this.#limits.get(key) as GlobalLimit | undefined;
+    if (!limit) this.#limits.set(key, (limit = new GlobalLimit(this.store, name, options)));
+    return limit;
+  }
+
+  /** A strict rate limit (calls per interval) shared by every process on this database. */
+  rateLimit(name: string, options: RateLimitOptions): RateLimit {
+    const key = `rate:${name}:${options.limit}:${options.intervalMs}`;
+    let limit = this.#limits.get(key) as RateLimit | undefined;
+    if (!limit) this.#limits.set(key, (limit = new RateLimit(this.store, name, options)));
+    return limit;
+  }
+
+  /**
+   * Stops working: no new jobs are fetched, running handlers are given `graceMs` to finish and
+   * settle, then aborted (their items are taken over by other processes after the lease).
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    if (this.#state === 'stopped' || this.#state === 'stopping') return;
+    this.#state = 'stopping';
+    if (this.#sweepTimer) clearTimeout(this.#sweepTimer);
+    const graceMs = options.graceMs ?? 10_000;
+    const abortTimer = setTimeout(() => this.#shutdown.abort(new FanoutError('aborted', 'runtime stopping')), graceMs);
+    try {
+      if (this.#ownsBoss) {
+        await this.#boss.stop({ graceful: true, timeout: graceMs });
+      } else {
+        for (const queue of this.#workedQueues) await this.#boss.offWork(queue, { wait: true });
+      }
+      await this.#sweeping;
+      await this.#children?.drain();
+    } finally {
+      clearTimeout(abortTimer);
+      this.#shutdown.abort(new FanoutError('aborted', 'runtime stopped'));
+      this.#state = 'stopped';
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  async #enqueueChildren(tx: SqlExecutor, items: readonly ItemToEnqueue[]): Promise<void> {
+    const byKind = new Map<string, ItemToEnqueue[]>();
+    for (const item of items) {
+      let list = byKind.get(item.kind);
+      if (!list) byKind.set(item.kind, (list = []));
+      list.push(item);
+    }
+    for (const [kind, list] of byKind) {
+      const definition = this.definition(kind);
+      const jobs = list.map((item) => {
+        const data: ChildJobData = { taskId: item.taskId, itemId: item.id };
+        assertJobPayload(definition.childQueue, data);
+        return item.delayMs ? { data, startAfter: new Date(Date.now() + item.delayMs) } : { data };
+      });
+      await this.#boss.insert(definition.childQueue, jobs, { db: tx });
+    }
+  }
+
+  #afterSettle(result: SettleResult): void {
+    for (const task of result.tasks) {
+      this.events.emit('task.progress', { ...toCounts(task), at: Date.now() });
+      this.#announceTask(task);
+      if (task.overFailureLimit && task.status === 'running') {
+        this.store
+          .stopTask(task.id, 'failure_threshold', 'more items failed than the task tolerates')
+          .then((stopped) => {
+            if (!stopped) return;
+            this.events.emit('task.progress', { ...toCounts(stopped.task), at: Date.now() });
+            this.#announceTask(stopped.task);
+          })
+          .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`));
+      }
+    }
+  }
+
+  /** Emits the terminal event of a task this process finished, and runs its fan-in. */
+  #announceTask(task: SettledTask): void {
+    if (!task.finished) return;
+    const event = { ...toCounts(task), at: Date.now() };
+    if (task.status === 'completed') this.events.emit('task.completed', event);
+    else if (task.status === 'failed') this.events.emit('task.failed', event);
+    else if (task.status === 'cancelled') this.events.emit('task.cancelled', event);
+    if (this.#definitions.has(task.kind) && this.#state === 'started') {
+      runFanIns(this.#ctx, task.id, [task.kind], this.#maintenance.fanInLeaseMs).catch((error) =>
+        this.#reportError(error, `fan-in of task ${task.id}`),
+      );
+    }
+  }
+
+  #reportError(error: unknown, context: string): void {
+    this.logger.error(`${context} failed`, errorFields(error));
+    this.events.emit('error', { error, context });
+  }
+}
+
+function toCounts(task: SettledTask | TaskRecord) {
+  return {
+    id: task.id,
+    kind: task.kind,
+    tenant: task.tenant,
+    status: task.status,
+    stopReason: task.stopReason,
+    total: task.total,
+    succeeded: task.succeeded,
+    failed: task.failed,
+    cancelled: task.cancelled,
+    round: task.round,
+    dispatched: 'dispatched' in task ? task.dispatched : task.dispatchedAt !== null,
+  };
+}
+
+/** Creates a runtime. Call `start()` on it. */
+export function createFanout(options: FanoutRuntimeOptions): Fanout {
+  return new Fanout(options);
+}

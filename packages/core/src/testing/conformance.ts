@@ -1,0 +1,508 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EnqueueItems, FanoutStore, ItemToEnqueue, NewItem, Outcome, TaskRecord } from '../store/types.ts';
+
+export interface ConformanceHarness {
+  /** A store on a database that has the store's tables (shared by the whole suite). */
+  setup(): Promise<FanoutStore>;
+  teardown?(): Promise<void>;
+  /**
+   * Overwrites a task's counters behind the store's back, to prove the reconciler repairs drift.
+   * Without it the drift test is skipped.
+   */
+  tamperCounters?(taskId: string, counters: { succeeded?: number; failed?: number; total?: number }): Promise<void>;
+}
+
+const LEASE = 30_000;
+
+/** An enqueue that records what it was asked, after proving it can run SQL in the store's transaction. */
+function recorder() {
+  const enqueued: ItemToEnqueue[] = [];
+  const enqueue: EnqueueItems = async (tx, items) => {
+    await tx.executeSql('SELECT 1');
+    enqueued.push(...items);
+  };
+  return { enqueued, enqueue };
+}
+
+const items = (n: number, prefix = 'k'): NewItem[] => Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, snapshot: { n: i } }));
+
+/**
+ * The behaviour every Fanout store must have, as vitest tests. Run it from your store's test
+ * file against a real database:
+ *
+ * ```ts
+ * runStoreConformance('my store', { setup: async () => myStore(await freshDatabase()) });
+ * ```
+ */
+export function runStoreConformance(name: string, harness: ConformanceHarness): void {
+  describe(`store conformance: ${name}`, () => {
+    let store: FanoutStore;
+    const kind = `conf_${randomUUID().slice(0, 8).replaceAll('-', '')}`;
+
+    beforeAll(async () => {
+      store = await harness.setup();
+    });
+    afterAll(async () => {
+      await harness.teardown?.();
+    });
+
+    async function newTask(options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}): Promise<TaskRecord> {
+      return store.createTask({ kind, input: { test: true }, maxAttempts: 3, ...options }, async () => {});
+    }
+
+    /** A running task with `n` pending items, dispatched. */
+    async function dispatched(n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}) {
+      const task = await newTask(options);
+      await store.startDispatch(task.id);
+      const rec = recorder();
+      await store.insertItems(task.id, items(n), rec.enqueue);
+      await store.finishDispatch(task.id);
+      return { task, ids: rec.enqueued.map((i) => i.id) };
+    }
+
+    const outcome = (itemId: string, token: string, status: Outcome['status'] = 'succeeded'): Outcome => ({
+      itemId,
+      token,
+      status,
+      ...(status === 'succeeded' ? { result: { ok: itemId } } : status === 'failed' ? { error: { code: 'boom', message: 'boom' } } : {}),
+    });
+
+    describe('tasks', () => {
+      it('creates a queued task and enqueues its manager in the same transaction', async () => {
+        let seen: TaskRecord | null = null;
+        const task = await store.createTask({ kind, tenant: 't1', input: { a: 1 }, maxAttempts: 4, maxFailures: 2 }, async (tx, t) => {
+          await tx.executeSql('SELECT 1');
+          seen = t;
+        });
+        expect(seen).not.toBeNull();
+        expect(task).toMatchObject({ kind, tenant: 't1', input: { a: 1 }, status: 'queued', total: 0, succeeded: 0, failed: 0, cancelled: 0, round: 1, maxAttempts: 4, maxFailures: 2 });
+        expect(await store.getTask(task.id)).toMatchObject({ id: task.id, status: 'queued' });
+      });
+
+      it('creates nothing when enqueueing the manager fails', async () => {
+        const tenant = `rollback-${randomUUID()}`;
+        await expect(
+          store.createTask({ kind, tenant, input: {}, maxAttempts: 1 }, async () => {
+            throw new Error('queue down');
+          }),
+        ).rejects.toThrow('queue down');
+        expect((await store.listTasks({ tenant, limit: 10 })).rows).toHaveLength(0);
+      });
+
+      it('answers null for unknown and malformed ids', async () => {
+        expect(await store.getTask(randomUUID())).toBeNull();
+        expect(await store.getTask('not-a-uuid')).toBeNull();
+      });
+
+      it('pages tasks newest first, filtered by tenant', async () => {
+        const tenant = `pager-${randomUUID()}`;
+        const created: string[] = [];
+        for (let i = 0; i < 5; i++) created.push((await newTask({ tenant })).id);
+        const first = await store.listTasks({ tenant, limit: 2 });
+        const second = await store.listTasks({ tenant, limit: 2, cursor: first.nextCursor });
+        const third = await store.listTasks({ tenant, limit: 2, cursor: second.nextCursor });
+        expect([...first.rows, ...second.rows, ...third.rows].map((t) => t.id)).toEqual([...created].reverse());
+        expect(third.nextCursor).toBeNull();
+      });
+    });
+
+    describe('dispatch', () => {
+      it('moves queued to running once', async () => {
+        const task = await newTask();
+        expect((await store.startDispatch(task.id))?.status).toBe('running');
+        expect((await store.startDispatch(task.id))?.status).toBe('running');
+        expect(await store.startDispatch(randomUUID())).toBeNull();
+      });
+
+      it('inserts pages with contiguous sequence numbers, skipping keys it already has', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        expect(await store.insertItems(task.id, items(3), rec.enqueue)).toEqual({ inserted: 3, status: 'running' });
+        // k1 and k2 are repeats (a manager retried after a crash); k1 also repeats inside the page.
+        const page = [...items(3).slice(1), { key: 'k1', snapshot: {} }, { key: 'k3', snapshot: { n: 3 } }];
+        expect(await store.insertItems(task.id, page, rec.enqueue)).toEqual({ inserted: 1, status: 'running' });
+        expect(rec.enqueued).toHaveLength(4);
+        expect(rec.enqueued.every((i) => i.taskId === task.id && i.kind === kind)).toBe(true);
+        const { rows } = await store.listItems(task.id, { limit: 10 });
+        expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([
+          ['k0', 1, 'pending'],
+          ['k1', 2, 'pending'],
+          ['k2', 3, 'pending'],
+          ['k3', 4, 'pending'],
+        ]);
+        expect((await store.getTask(task.id))?.total).toBe(4);
+      });
+
+      it('rolls a page back when its jobs cannot be enqueued', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        await expect(
+          store.insertItems(task.id, items(5), async () => {
+            throw new Error('enqueue failed');
+          }),
+        ).rejects.toThrow('enqueue failed');
+        expect((await store.getTask(task.id))?.total).toBe(0);
+        expect((await store.listItems(task.id, { limit: 10 })).rows).toHaveLength(0);
+      });
+
+      it('stores items that failed validation as failed, counted, without a job', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        await store.insertItems(task.id, [{ key: 'good', snapshot: {} }, { key: 'bad', snapshot: {}, error: { code: 'validation', message: 'x' } }], rec.enqueue);
+        expect(rec.enqueued).toHaveLength(1);
+        expect(await store.getTask(task.id)).toMatchObject({ total: 2, failed: 1 });
+        const bad = (await store.listItems(task.id, { status: 'failed', limit: 10 })).rows;
+        expect(bad).toMatchObject([{ key: 'bad', status: 'failed', error: { code: 'validation' } }]);
+      });
+
+      it('inserts nothing into a task that is not running', async () => {
+        const task = await newTask();
+        const rec = recorder();
+        expect(await store.insertItems(task.id, items(2), rec.enqueue)).toEqual({ inserted: 0, status: 'queued' });
+        expect(rec.enqueued).toHaveLength(0);
+      });
+
+      it('finishes a task at finishDispatch when every item settled before it', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        await store.insertItems(task.id, items(2), rec.enqueue);
+        const token = randomUUID();
+        await store.claimItems(rec.enqueued.map((i) => i.id), token, LEASE);
+        const settled = await store.settleItems(rec.enqueued.map((i) => outcome(i.id, token)));
+        expect(settled.tasks[0]).toMatchObject({ succeeded: 2, status: 'running', finished: false, dispatched: false });
+        const finished = await store.finishDispatch(task.id);
+        expect(finished).toMatchObject({ status: 'completed', finished: true, total: 2, succeeded: 2 });
+        expect(await store.finishDispatch(task.id)).toBeNull();
+      });
+
+      it('finishes an empty task at finishDispatch', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'completed', finished: true, total: 0 });
+      });
+    });
+
+    describe('claims', () => {
+      it('claims pending items once; a second claimer gets nothing', async () => {
+        const { ids } = await dispatched(3);
+        const a = await store.claimItems(ids, randomUUID(), LEASE);
+        expect(a.claimed.map((c) => c.itemId).sort()).toEqual([...ids].sort());
+        expect(a.claimed[0]).toMatchObject({ kind, attempt: 1, maxAttempts: 3, round: 1 });
+        expect(a.claimed[0]!.snapshot).toHaveProperty('n');
+        const b = await store.claimItems(ids, randomUUID(), LEASE);
+        expect(b.claimed).toHaveLength(0);
+        expect(b.skipped.sort()).toEqual([...ids].sort());
+      });
+
+      it('lets exactly one of many racing claimers have each item', async () => {
+        const { ids } = await dispatched(50);
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.claimItems(ids, randomUUID(), LEASE)));
+        const claimed = results.flatMap((r) => r.claimed.map((c) => c.itemId));
+        expect(claimed.sort()).toEqual([...ids].sort());
+      });
+
+      it('takes over an item whose lease lapsed, as the next attempt, until attempts run out', async () => {
+        const { ids } = await dispatched(1, { maxAttempts: 2 });
+        const first = await store.claimItems(ids, randomUUID(), 1);
+        expect(first.claimed[0]?.attempt).toBe(1);
+        await new Promise((r) => setTimeout(r, 20)); // let the 1 ms lease lapse
+        const second = await store.claimItems(ids, randomUUID(), 1);
+        expect(second.claimed[0]?.attempt).toBe(2);
+        await new Promise((r) => setTimeout(r, 20));
+        expect((await store.claimItems(ids, randomUUID(), LEASE)).claimed).toHaveLength(0);
+      });
+
+      it('renews only leases still held under their token', async () => {
+        const { ids } = await dispatched(2);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        expect((await store.renewLeases(ids.map((itemId) => ({ itemId, token })), LEASE)).sort()).toEqual([...ids].sort());
+        expect(await store.renewLeases([{ itemId: ids[0]!, token: randomUUID() }], LEASE)).toEqual([]);
+      });
+
+      it('does not claim items of a stopped task', async () => {
+        const { task, ids } = await dispatched(2);
+        await store.stopTask(task.id, 'cancelled');
+        expect((await store.claimItems(ids, randomUUID(), LEASE)).claimed).toHaveLength(0);
+        expect(await store.stoppedTasks([task.id])).toEqual([task.id]);
+      });
+    });
+
+    describe('settle', () => {
+      it('counts each outcome once, and only under the claim that holds the item', async () => {
+        const { task, ids } = await dispatched(3);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const wrong = await store.settleItems([outcome(ids[0]!, randomUUID())]);
+        expect(wrong.settled).toEqual([]);
+        const first = await store.settleItems([outcome(ids[0]!, token), outcome(ids[1]!, token, 'failed')]);
+        expect(first.settled.sort()).toEqual([ids[0], ids[1]].sort());
+        expect(first.tasks).toMatchObject([{ id: task.id, succeeded: 1, failed: 1, finished: false }]);
+        const again = await store.settleItems([outcome(ids[0]!, token)]);
+        expect(again.settled).toEqual([]);
+        const last = await store.settleItems([outcome(ids[2]!, token)]);
+        expect(last.tasks).toMatchObject([{ status: 'completed', succeeded: 2, failed: 1, total: 3, finished: true }]);
+        const stored = await store.getTask(task.id);
+        expect(stored?.completedAt).toBeInstanceOf(Date);
+        const item = (await store.listItems(task.id, { limit: 10 })).rows.find((r) => r.id === ids[0]);
+        expect(item).toMatchObject({ status: 'succeeded', result: { ok: ids[0] } });
+      });
+
+      it('finishes a task exactly once under concurrent settles', async () => {
+        const { task, ids } = await dispatched(120);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const chunks = Array.from({ length: 24 }, (_, i) => ids.slice(i * 5, i * 5 + 5));
+        const results = await Promise.all(chunks.map((chunk) => store.settleItems(chunk.map((id) => outcome(id, token)))));
+        expect(results.flatMap((r) => r.tasks).filter((t) => t.finished)).toHaveLength(1);
+        expect(await store.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 120, total: 120 });
+      });
+
+      it('settles items of several tasks in one call', async () => {
+        const a = await dispatched(2);
+        const b = await dispatched(1);
+        const token = randomUUID();
+        await store.claimItems([...a.ids, ...b.ids], token, LEASE);
+        const result = await store.settleItems([...a.ids, ...b.ids].map((id) => outcome(id, token)));
+        expect(result.tasks.map((t) => [t.id, t.succeeded, t.finished]).sort()).toEqual(
+          [
+            [a.task.id, 2, true],
+            [b.task.id, 1, true],
+          ].sort(),
+        );
+      });
+
+      it('reports when failures pass the task tolerance', async () => {
+        const { ids } = await dispatched(4, { maxFailures: 1 });
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const one = await store.settleItems([outcome(ids[0]!, token, 'failed')]);
+        expect(one.tasks[0]?.overFailureLimit).toBe(false);
+        const two = await store.settleItems([outcome(ids[1]!, token, 'failed')]);
+        expect(two.tasks[0]?.overFailureLimit).toBe(true);
+      });
+
+      it('reports a failure ratio only against the final total', async () => {
+        const { ids } = await dispatched(4, { maxFailureRatio: 0.5 });
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const r = await store.settleItems([outcome(ids[0]!, token, 'failed'), outcome(ids[1]!, token, 'failed')]);
+        expect(r.tasks[0]?.overFailureLimit).toBe(false);
+        const r2 = await store.settleItems([outcome(ids[2]!, token, 'failed')]);
+        expect(r2.tasks[0]?.overFailureLimit).toBe(true);
+      });
+    });
+
+    describe('release', () => {
+      it('puts a transient failure back to pending and enqueues its retry with the delay', async () => {
+        const { task, ids } = await dispatched(1);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const rec = recorder();
+        const released = await store.releaseItems([{ itemId: ids[0]!, token, error: { code: 'http_429', message: 'slow down', attempt: 1 }, delayMs: 1234 }], rec.enqueue);
+        expect(released).toEqual(ids);
+        expect(rec.enqueued).toEqual([{ id: ids[0], taskId: task.id, kind, delayMs: 1234 }]);
+        const [item] = (await store.listItems(task.id, { limit: 1 })).rows;
+        expect(item).toMatchObject({ status: 'pending', attempts: 1, error: { code: 'http_429' } });
+        const again = await store.claimItems(ids, randomUUID(), LEASE);
+        expect(again.claimed[0]?.attempt).toBe(2);
+      });
+
+      it('does not release under a lost claim or for a stopped task', async () => {
+        const { task, ids } = await dispatched(2);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const rec = recorder();
+        expect(await store.releaseItems([{ itemId: ids[0]!, token: randomUUID(), error: { code: 'x', message: 'x' }, delayMs: 0 }], rec.enqueue)).toEqual([]);
+        await store.stopTask(task.id, 'cancelled');
+        expect(await store.releaseItems([{ itemId: ids[1]!, token, error: { code: 'x', message: 'x' }, delayMs: 0 }], rec.enqueue)).toEqual([]);
+        expect(rec.enqueued).toEqual([]);
+      });
+    });
+
+    describe('stop', () => {
+      it('cancels pending items at once and finishes when the running ones settle', async () => {
+        const { task, ids } = await dispatched(5);
+        const token = randomUUID();
+        await store.claimItems(ids.slice(0, 2), token, LEASE);
+        const stop = await store.stopTask(task.id, 'cancelled');
+        expect(stop).toMatchObject({ changed: true, cancelledItems: 3, task: { status: 'stopping', cancelled: 3, finished: false } });
+        const again = await store.stopTask(task.id, 'cancelled');
+        expect(again).toMatchObject({ changed: false, cancelledItems: 0 });
+        await store.settleItems([outcome(ids[0]!, token)]);
+        const last = await store.settleItems([outcome(ids[1]!, token, 'cancelled')]);
+        expect(last.tasks[0]).toMatchObject({ status: 'cancelled', succeeded: 1, cancelled: 4, total: 5, finished: true });
+      });
+
+      it('cancels a queued task outright and fails a task stopped by tolerance or deadline', async () => {
+        const queued = await newTask();
+        expect(await store.stopTask(queued.id, 'cancelled')).toMatchObject({ changed: true, task: { status: 'cancelled', finished: true, total: 0 } });
+        const { task } = await dispatched(2);
+        expect(await store.stopTask(task.id, 'deadline', 'too late')).toMatchObject({ task: { status: 'failed', stopReason: 'deadline', cancelled: 2, finished: true } });
+        expect((await store.getTask(task.id))?.error).toBe('too late');
+      });
+
+      it('leaves a finished task alone', async () => {
+        const { task, ids } = await dispatched(1);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token)]);
+        expect(await store.stopTask(task.id, 'cancelled')).toMatchObject({ changed: false, task: { status: 'completed', finished: false } });
+        expect(await store.stopTask(randomUUID(), 'cancelled')).toBeNull();
+      });
+
+      it('finishes a task stopped during dispatch when dispatch ends', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        await store.insertItems(task.id, items(2), rec.enqueue);
+        await store.stopTask(task.id, 'cancelled');
+        expect(await store.insertItems(task.id, items(2, 'late'), rec.enqueue)).toEqual({ inserted: 0, status: 'stopping' });
+        expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'cancelled', cancelled: 2, total: 2, finished: true });
+      });
+    });
+
+    describe('retry failed', () => {
+      it('re-opens a finished task for its failed items only, with counters corrected', async () => {
+        const { task, ids } = await dispatched(3);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token), outcome(ids[1]!, token, 'failed'), outcome(ids[2]!, token, 'failed')]);
+        const rec = recorder();
+        const retry = await store.retryFailed(task.id, rec.enqueue);
+        expect(retry.retried).toBe(2);
+        expect(retry.task).toMatchObject({ status: 'running', round: 2, succeeded: 1, failed: 0, total: 3, completedAt: null });
+        expect(rec.enqueued.map((i) => i.id).sort()).toEqual([ids[1], ids[2]].sort());
+        const t2 = randomUUID();
+        const claimed = await store.claimItems(ids, t2, LEASE);
+        expect(claimed.claimed.map((c) => [c.attempt, c.round])).toEqual([
+          [1, 2],
+          [1, 2],
+        ]);
+        await store.settleItems([outcome(ids[1]!, t2)]);
+        const end = await store.settleItems([outcome(ids[2]!, t2, 'failed')]);
+        expect(end.tasks[0]).toMatchObject({ status: 'completed', succeeded: 2, failed: 1, round: 2, finished: true });
+      });
+
+      it('refuses a running task, a task without failures, and an unknown task', async () => {
+        const { task, ids } = await dispatched(1);
+        const rec = recorder();
+        await expect(store.retryFailed(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token)]);
+        await expect(store.retryFailed(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(store.retryFailed(randomUUID(), rec.enqueue)).rejects.toMatchObject({ code: 'not_found' });
+      });
+    });
+
+    describe('maintenance', () => {
+      it('requeues lapsed items with attempts left and fails those on their last attempt', async () => {
+        const { task, ids } = await dispatched(2, { maxAttempts: 1 });
+        const other = await dispatched(1, { maxAttempts: 3 });
+        await store.claimItems([...ids, ...other.ids], randomUUID(), 1);
+        await new Promise((r) => setTimeout(r, 20));
+        const rec = recorder();
+        let requeued = 0;
+        let failedIds: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const r = await store.recoverLapsedItems(1000, rec.enqueue);
+          requeued += r.requeued;
+          failedIds = failedIds.concat(r.failed.settled);
+          if (r.requeued + r.failed.settled.length === 0) break;
+        }
+        expect(failedIds.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+        expect(rec.enqueued.map((i) => i.id)).toContain(other.ids[0]);
+        expect(requeued).toBeGreaterThanOrEqual(1);
+        expect(await store.getTask(task.id)).toMatchObject({ status: 'completed', failed: 2 });
+        const [item] = (await store.listItems(other.task.id, { limit: 1 })).rows;
+        expect(item).toMatchObject({ status: 'pending', error: { code: 'lease_lapsed' } });
+      });
+
+      it('lists running tasks past their deadline', async () => {
+        const { task } = await dispatched(1, { deadlineAt: new Date(Date.now() - 1000) });
+        expect(await store.overdueTasks(1000)).toContain(task.id);
+      });
+
+      it('recomputes drifted counters from items and finishes a task they say is done', async () => {
+        if (!harness.tamperCounters) return;
+        const { task, ids } = await dispatched(3);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems(ids.map((id) => outcome(id, token)));
+        await harness.tamperCounters(task.id, { succeeded: 1 });
+        const result = await store.reconcile(task.id);
+        expect(result?.drift).toEqual([{ field: 'succeeded', was: 1, now: 3 }]);
+        // A task stuck by drift: its counters say one item is missing although every item settled.
+        const stuck = await dispatched(3);
+        const t2 = randomUUID();
+        await store.claimItems(stuck.ids, t2, LEASE);
+        await store.settleItems(stuck.ids.slice(0, 2).map((id) => outcome(id, t2)));
+        await harness.tamperCounters(stuck.task.id, { total: 4 });
+        const last = await store.settleItems([outcome(stuck.ids[2]!, t2)]);
+        expect(last.tasks[0]).toMatchObject({ status: 'running', finished: false });
+        const fixed = await store.reconcile(stuck.task.id);
+        expect(fixed).toMatchObject({ drift: [{ field: 'total', was: 4, now: 3 }], finished: true, task: { status: 'completed', succeeded: 3 } });
+        expect((await store.reconcile(stuck.task.id))?.finished).toBe(false);
+        expect(await store.reconcile(randomUUID())).toBeNull();
+      });
+
+      it('runs each fan-in once per round, under a lease', async () => {
+        const { task, ids } = await dispatched(1);
+        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // not finished yet
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token, 'failed')]);
+        const claimed = await store.claimFanIn(task.id, [kind], LEASE);
+        expect(claimed?.id).toBe(task.id);
+        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // leased
+        await store.releaseFanIn(task.id, 0);
+        expect((await store.claimFanIn(task.id, [kind], LEASE))?.id).toBe(task.id);
+        await store.completeFanIn(task.id, 1);
+        await store.releaseFanIn(task.id, 0);
+        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // done for round 1
+        await store.retryFailed(task.id, recorder().enqueue);
+        const t2 = randomUUID();
+        await store.claimItems(ids, t2, LEASE);
+        await store.settleItems([outcome(ids[0]!, t2)]);
+        expect((await store.claimFanIn(task.id, [kind], LEASE))?.round).toBe(2);
+      });
+    });
+
+    describe('global limits', () => {
+      it('never gives more holders than the limit, however the takes race', async () => {
+        const name = `lim_${randomUUID().slice(0, 8)}`;
+        const holders = Array.from({ length: 40 }, () => randomUUID());
+        const results = await Promise.all(holders.map((h) => store.acquireSlot(name, 3, h, LEASE)));
+        expect(results.filter(Boolean)).toHaveLength(3);
+        expect(await store.slotHolders(name)).toBe(3);
+        const winner = holders[results.indexOf(true)]!;
+        expect(await store.renewSlot(name, winner, LEASE)).toBe(true);
+        await store.releaseSlot(name, winner);
+        expect(await store.renewSlot(name, winner, LEASE)).toBe(false);
+        expect(await store.slotHolders(name)).toBe(2);
+        expect(await store.acquireSlot(name, 3, randomUUID(), LEASE)).toBe(true);
+        expect(await store.acquireSlot(name, 3, randomUUID(), LEASE)).toBe(false);
+      });
+
+      it("recovers a dead holder's slot after its lease", async () => {
+        const name = `lim_${randomUUID().slice(0, 8)}`;
+        expect(await store.acquireSlot(name, 1, randomUUID(), 50)).toBe(true);
+        expect(await store.acquireSlot(name, 1, randomUUID(), LEASE)).toBe(false);
+        await new Promise((r) => setTimeout(r, 80));
+        expect(await store.acquireSlot(name, 1, randomUUID(), LEASE)).toBe(true);
+      });
+
+      it('allows at most `limit` takes per interval', async () => {
+        const name = `rate_${randomUUID().slice(0, 8)}`;
+        const waits = await Promise.all(Array.from({ length: 8 }, () => store.takeRateSlot(name, 5, 60_000)));
+        expect(waits.filter((w) => w === 0)).toHaveLength(5);
+        expect(Math.min(...waits.filter((w) => w > 0))).toBeGreaterThan(50_000);
+      });
+    });
+  });
+}

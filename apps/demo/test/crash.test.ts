@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { testApp, waitFor } from './fixtures/harness.ts';
+
+describe('crashes', () => {
+  it('a worker killed with SIGKILL mid-run: its items are taken over and the task completes with exact counts', async () => {
+    await using t = await testApp();
+    const [victim] = await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10, FANOUT_LEASE_MS: 2000 });
+    const task = await t.app.fanout.submit('test_batch', { count: 1200, item: { sleepMs: 40 } });
+
+    // Kill one pod while it holds claimed items.
+    await waitFor(async () => ((await t.app.fanout.getTask(task.id))?.succeeded ?? 0) >= 200, { message: '200 items done' });
+    const held = await t.app.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid AND status = 'running'`;
+    expect(held[0]!.n).toBeGreaterThan(0);
+    victim!.kill('SIGKILL');
+    expect(await victim!.exited).toBeNull();
+
+    const done = await waitFor(async () => {
+      const current = await t.app.fanout.getTask(task.id);
+      return current?.status === 'completed' ? current : null;
+    }, { timeoutMs: 90_000, message: 'task completed after the crash' });
+    expect(done).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, cancelled: 0 });
+
+    // The victim's items were taken over: second attempts whose first attempt lost its lease.
+    const retaken = await t.app.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM fanout_item
+      WHERE task_id = ${task.id}::uuid AND status = 'succeeded' AND attempts = 2 AND error->>'code' = 'lease_lapsed'`;
+    expect(retaken[0]!.n).toBeGreaterThan(0);
+    const byStatus = await t.app.prisma.$queryRaw<{ status: string; n: number }[]>`
+      SELECT status, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY status`;
+    expect(byStatus).toEqual([{ status: 'succeeded', n: 1200 }]);
+  });
+
+  it('a manager that fails mid-dispatch is retried and neither loses nor duplicates children', async () => {
+    await using t = await testApp({ work: true });
+    const task = await t.app.fanout.submit('test_batch', { count: 1600, managerCrashAfter: 1100 });
+    const done = await waitFor(async () => {
+      const current = await t.app.fanout.getTask(task.id);
+      return current?.status === 'completed' ? current : null;
+    }, { timeoutMs: 60_000, message: 'task completed' });
+    expect(done).toMatchObject({ total: 1600, succeeded: 1600, failed: 0 });
+    const [shape] = await t.app.prisma.$queryRaw<{ items: number; keys: number; seqs: number; min: number; max: number }[]>`
+      SELECT count(*)::int AS items, count(DISTINCT key)::int AS keys, count(DISTINCT seq)::int AS seqs, min(seq) AS min, max(seq) AS max
+      FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    expect(shape).toEqual({ items: 1600, keys: 1600, seqs: 1600, min: 1, max: 1600 });
+    // One child job per item, however many times the manager ran.
+    const [jobs] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' AND data->>'taskId' = ${task.id}`;
+    expect(jobs!.n).toBe(1600);
+  });
+});

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { fakeApi } from './fixtures/fake-http.ts';
+import { testApp, waitFor } from './fixtures/harness.ts';
+
+async function finished(t: Awaited<ReturnType<typeof testApp>>, taskId: string, timeoutMs = 60_000) {
+  return waitFor(async () => {
+    const task = await t.app.fanout.getTask(taskId);
+    return task && ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
+  }, { timeoutMs, message: `task ${taskId} finished` });
+}
+
+describe('delivery and retries', () => {
+  it('the same child job delivered twice counts once', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });
+    const task = await t.app.fanout.submit('test_batch', { count: 400, item: { sleepMs: 10 } });
+    await waitFor(async () => (await t.app.fanout.getTask(task.id))?.dispatchedAt, { message: 'dispatch done' });
+
+    // Deliver every child a second time while the first deliveries are being worked.
+    const items = await t.app.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    await t.app.fanout.boss.insert('test_batch_child', items.map((i) => ({ data: { taskId: task.id, itemId: i.id } })));
+
+    const done = await finished(t, task.id);
+    expect(done).toMatchObject({ status: 'completed', total: 400, succeeded: 400, failed: 0 });
+    // Wait for the duplicates to be consumed too, then check nothing moved.
+    await waitFor(async () => {
+      const [row] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' AND data->>'taskId' = ${task.id} AND state <> 'completed'`;
+      return row!.n === 0;
+    }, { message: 'all deliveries consumed' });
+    const [attempts] = await t.app.prisma.$queryRaw<{ max: number; sum: number }[]>`
+      SELECT max(attempts) AS max, sum(attempts)::int AS sum FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    expect(attempts).toEqual({ max: 1, sum: 400 });
+    expect(await t.app.fanout.getTask(task.id)).toMatchObject({ succeeded: 400, failed: 0, cancelled: 0 });
+
+    // A delivery after the task finished does nothing either.
+    await t.app.fanout.boss.insert('test_batch_child', [{ data: { taskId: task.id, itemId: items[0]!.id } }]);
+    await waitFor(async () => {
+      const [row] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' AND data->>'taskId' = ${task.id} AND state <> 'completed'`;
+      return row!.n === 0;
+    }, { message: 'late delivery consumed' });
+    expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 400 });
+  });
+
+  it('retries transient errors, counts exhausted ones as failed, and records permanent ones at once', async () => {
+    await using t = await testApp({ work: true });
+    const task = await t.app.fanout.submit('test_batch', {
+      count: 30,
+      item: { transientFailures: 1 }, // every item fails once, then succeeds
+      every: 5,
+      special: { transientFailures: 9 }, // n % 5 == 0: never succeeds within 3 attempts
+    });
+    const permanent = await t.app.fanout.submit('test_batch', { count: 8, every: 4, special: { permanent: true } });
+    const done = await finished(t, task.id);
+    expect(done).toMatchObject({ status: 'completed', total: 30, succeeded: 24, failed: 6 });
+    const rows = await t.app.prisma.$queryRaw<{ status: string; attempts: number; code: string; n: number }[]>`
+      SELECT status, attempts, error->>'code' AS code, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid
+      GROUP BY 1, 2, 3 ORDER BY 1`;
+    expect(rows).toEqual([
+      { status: 'failed', attempts: 3, code: 'transient', n: 6 },
+      { status: 'succeeded', attempts: 2, code: 'transient', n: 24 },
+    ]);
+
+    const p = await finished(t, permanent.id);
+    expect(p).toMatchObject({ status: 'completed', succeeded: 6, failed: 2 });
+    const failedItems = await t.app.fanout.listItems(permanent.id, { status: 'failed', limit: 10 });
+    expect(failedItems.rows.map((i) => [i.attempts, i.error?.code, i.error?.message])).toEqual([
+      [1, 'corrupt', 'corrupt input'],
+      [1, 'corrupt', 'corrupt input'],
+    ]);
+  });
+
+  it('honours Retry-After on 429 and retries 5xx from a real HTTP server', async () => {
+    await using api = await fakeApi(({ n, attempt }) =>
+      attempt === 1 ? (n % 2 === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 503 }) : { status: 200 },
+    );
+    await using t = await testApp({ work: true });
+    const task = await t.app.fanout.submit('test_batch', { count: 6, item: { httpUrl: api.url } });
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 6, failed: 0 });
+    for (let n = 0; n < 6; n++) {
+      const [first, second] = api.requests.filter((r) => r.n === n).sort((a, b) => a.attempt - b.attempt);
+      expect(first?.attempt).toBe(1);
+      expect(second?.attempt).toBe(2);
+      if (n % 2 === 0) expect(second!.at - first!.at).toBeGreaterThanOrEqual(1000);
+    }
+    const codes = await t.app.prisma.$queryRaw<{ code: string; n: number }[]>`
+      SELECT error->>'code' AS code, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY 1 ORDER BY 1`;
+    expect(codes).toEqual([
+      { code: 'http_429', n: 3 },
+      { code: 'http_503', n: 3 },
+    ]);
+  });
+});

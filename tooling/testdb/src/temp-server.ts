@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,8 +68,8 @@ async function removeAbandoned(base: string): Promise<void> {
 
 /**
  * Starts a throwaway, non-durable cluster in a fresh temp directory; `stop()` also deletes the
- * directory. If this process dies first, the server gets SIGINT at exit and the directory is
- * removed by a later call.
+ * directory, as does a process exit without `stop()`. If this process is killed outright, a later
+ * call removes the directory (once the server is gone).
  */
 export async function startTempPostgres(): Promise<PostgresServer> {
   const base = await baseDir();
@@ -80,9 +82,23 @@ export async function startTempPostgres(): Promise<PostgresServer> {
     await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
     throw error;
   }
+  // If this process exits without stop(), the server gets SIGINT (see postgres.ts); a detached
+  // shell then waits for it to exit and deletes the directory.
+  const onExit = (): void => {
+    let pid = 0;
+    try {
+      pid = Number.parseInt(readFileSync(path.join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10) || 0;
+    } catch {
+      // not running
+    }
+    const script = 'i=0; while [ "$1" -gt 0 ] && kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; rm -rf "$2"';
+    spawn('sh', ['-c', script, 'sh', String(pid), dir], { detached: true, stdio: 'ignore' }).unref();
+  };
+  process.on('exit', onExit);
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      process.removeListener('exit', onExit);
       await server.stop();
       await fs.rm(dir, { recursive: true, force: true });
     })());

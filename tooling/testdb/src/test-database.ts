@@ -55,7 +55,7 @@ async function injectedUrl(): Promise<string | undefined> {
 }
 
 async function startLocalServer(): Promise<TestPostgres> {
-  // Gets SIGINT when this process exits; its directory is removed by a later startTempPostgres().
+  // Stopped, and its directory removed, when this process exits.
   const server = await startTempPostgres();
   return { url: server.url };
 }

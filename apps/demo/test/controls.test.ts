@@ -1,0 +1,94 @@
+import { FanoutError } from '@fanout/core';
+import { describe, expect, it } from 'vitest';
+import { testApp, waitFor } from './fixtures/harness.ts';
+
+type T = Awaited<ReturnType<typeof testApp>>;
+async function finished(t: T, taskId: string, timeoutMs = 60_000) {
+  return waitFor(async () => {
+    const task = await t.app.fanout.getTask(taskId);
+    return task && ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
+  }, { timeoutMs, message: `task ${taskId} finished` });
+}
+
+describe('task controls', () => {
+  it('cancel: pending items are counted as cancelled and running ones are aborted on every process', async () => {
+    await using t = await testApp();
+    const workers = await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 5 });
+    const task = await t.app.fanout.submit('test_batch', { count: 300, item: { sleepMs: 20_000 } });
+    await waitFor(async () => {
+      const [row] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid AND status = 'running'`;
+      return row!.n >= 8;
+    }, { message: 'items running on both workers' });
+    const stopping = await t.app.fanout.cancel(task.id);
+    expect(stopping.status).toBe('stopping');
+    expect(stopping.cancelled).toBeGreaterThanOrEqual(280);
+
+    // Handlers sleep 20 s unless aborted; the task ends long before that.
+    const done = await finished(t, task.id, 15_000);
+    expect(done).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', total: 300, succeeded: 0, failed: 0, cancelled: 300 });
+    const all = workers.flatMap((w) => w.lines);
+    await waitFor(() => workers.flatMap((w) => w.lines).some((l) => l === `TASK task.cancelled ${task.id}`), { message: 'cancelled event' });
+    expect(all.filter((l) => l.startsWith(`FANIN ${task.id}`)).length).toBeLessThanOrEqual(1);
+
+    await expect(t.app.fanout.cancel(task.id)).rejects.toMatchObject({ code: 'conflict' });
+    await expect(t.app.fanout.cancel('00000000-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(FanoutError);
+  });
+
+  it('retry-failed re-runs only the failed items and corrects the counters; the fan-in runs once per round', async () => {
+    const fanIns: string[] = [];
+    await using t = await testApp({ work: true, onFinish: (id, round, status) => fanIns.push(`${id} ${round} ${status}`) });
+    const task = await t.app.fanout.submit('test_batch', { count: 100, every: 10, special: { permanent: true, permanentUntilRound: 2 } });
+    const first = await finished(t, task.id);
+    expect(first).toMatchObject({ status: 'completed', succeeded: 90, failed: 10, round: 1 });
+    await waitFor(() => fanIns.length === 1, { message: 'first fan-in' });
+
+    const retry = await t.app.fanout.retryFailed(task.id);
+    expect(retry.retried).toBe(10);
+    expect(retry.task).toMatchObject({ status: 'running', succeeded: 90, failed: 0, round: 2 });
+    const second = await finished(t, task.id);
+    expect(second).toMatchObject({ status: 'completed', total: 100, succeeded: 100, failed: 0, round: 2 });
+    await waitFor(() => fanIns.length === 2, { message: 'second fan-in' });
+    expect(fanIns).toEqual([`${task.id} 1 completed`, `${task.id} 2 completed`]);
+    const rounds = await t.app.prisma.$queryRaw<{ round: number; n: number }[]>`
+      SELECT round, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY round ORDER BY round`;
+    expect(rounds).toEqual([
+      { round: 1, n: 90 },
+      { round: 2, n: 10 },
+    ]);
+    await expect(t.app.fanout.retryFailed(task.id)).rejects.toMatchObject({ code: 'conflict' });
+  });
+
+  it('tolerated failures: the task fails early once more items failed than it tolerates', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 4 });
+    const task = await t.app.fanout.submit('test_batch', { count: 400, item: { permanent: true, sleepMs: 10 } }, { maxFailures: 10 });
+    const done = await finished(t, task.id);
+    expect(done).toMatchObject({ status: 'failed', stopReason: 'failure_threshold', total: 400 });
+    expect(done.failed).toBeGreaterThan(10);
+    expect(done.cancelled).toBeGreaterThan(300);
+    expect(done.succeeded + done.failed + done.cancelled).toBe(400);
+
+    const ratio = await t.app.fanout.submit('test_batch', { count: 50, every: 2, special: { permanent: true } }, { maxFailureRatio: 0.6 });
+    expect(await finished(t, ratio.id)).toMatchObject({ status: 'completed', failed: 25, succeeded: 25 });
+  });
+
+  it('a deadline fails the whole task and cancels what is left', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 4 });
+    const task = await t.app.fanout.submit('test_batch', { count: 60, item: { sleepMs: 20_000 } }, { deadlineMs: 1500 });
+    const done = await finished(t, task.id, 15_000);
+    expect(done).toMatchObject({ status: 'failed', stopReason: 'deadline', total: 60, succeeded: 0, failed: 0, cancelled: 60 });
+  });
+
+  it('rejects bad submissions with the field and the rule, storing nothing', async () => {
+    await using t = await testApp();
+    await expect(t.app.fanout.submit('test_batch', { count: -1 } as never)).rejects.toMatchObject({ name: 'ZodError' });
+    await expect(t.app.fanout.submit('test_batch', { count: 1 }, { maxFailureRatio: 2 })).rejects.toMatchObject({
+      code: 'invalid_argument',
+      field: 'maxFailureRatio',
+    });
+    await expect(t.app.fanout.submit('nope', {})).rejects.toMatchObject({ code: 'unknown_definition' });
+    expect((await t.app.fanout.listTasks({ limit: 10 })).rows).toHaveLength(0);
+  });
+});

@@ -1,5 +1,6 @@
 export { defineFanout } from './define/define-fanout.ts';
 export type {
+  AnyFanoutDefinition,
   ChildQueueOptions,
   FanInContext,
   FanoutDefinition,

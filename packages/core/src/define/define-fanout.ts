@@ -101,16 +101,22 @@ export interface FanoutOptions {
 /** A finished task, as the fan-in hook receives it. */
 export type FinishedTask = TaskRecord;
 
-export interface FanoutDefinitionInput<TInput, TItem, TResult> {
+export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSchema extends z.ZodType, TResult> {
   /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_child`. */
   name: string;
-  input: z.ZodType<TInput>;
-  item: z.ZodType<TItem>;
+  /** The task input; `submit()` validates against it. */
+  input: TInputSchema;
+  /** One item's snapshot: what the manager freezes for a child, checked before it is stored. */
+  item: TItemSchema;
+  /** Checked on what `runItem` returns, when given. */
   result?: z.ZodType<TResult>;
   /** The manager side: list the task's items with their snapshots. */
-  listItems(input: TInput, ctx: ManagerContext): ListedItems<TItem> | Promise<ListedItems<TItem>>;
+  listItems(
+    input: z.output<TInputSchema>,
+    ctx: ManagerContext,
+  ): ListedItems<z.input<TItemSchema>> | Promise<ListedItems<z.input<TItemSchema>>>;
   /** The child side: process one item. Throw to fail (see the classifier); return the result. */
-  runItem(item: TItem, ctx: ItemContext): Promise<TResult> | TResult;
+  runItem(item: z.output<TItemSchema>, ctx: ItemContext): Promise<TResult> | TResult;
   /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
   onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
   classify?: ErrorClassifier;
@@ -125,13 +131,17 @@ export interface ResolvedOptions {
   deadlineMs: number | null;
 }
 
-export interface FanoutDefinition<TInput = any, TItem = any, TResult = any>
-  extends FanoutDefinitionInput<TInput, TItem, TResult> {
+export interface FanoutDefinition<TInputSchema extends z.ZodType = z.ZodType, TItemSchema extends z.ZodType = z.ZodType, TResult = unknown>
+  extends FanoutDefinitionInput<TInputSchema, TItemSchema, TResult> {
   readonly managerQueue: string;
   readonly childQueue: string;
   readonly deadLetterQueue: string;
   readonly resolved: ResolvedOptions;
 }
+
+/** A definition of any schemas, as runtimes and lists hold them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyFanoutDefinition = FanoutDefinition<any, any, any>;
 
 function positiveInt(value: number, field: string, min = 1): number {
   if (!Number.isInteger(value) || value < min) {
@@ -161,9 +171,9 @@ export function resolveLimits(
  * Defines a fan-out task type. The definition is plain data plus handlers: register it with a
  * runtime (`createFanout`) in every process that submits or works its tasks.
  */
-export function defineFanout<TInput, TItem, TResult = unknown>(
-  definition: FanoutDefinitionInput<TInput, TItem, TResult>,
-): FanoutDefinition<TInput, TItem, TResult> {
+export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends z.ZodType, TResult = unknown>(
+  definition: FanoutDefinitionInput<TInputSchema, TItemSchema, TResult>,
+): FanoutDefinition<TInputSchema, TItemSchema, TResult> {
   assertQueueName(definition.name, 'name');
   const m = definition.options?.manager ?? {};
   const c = definition.options?.child ?? {};

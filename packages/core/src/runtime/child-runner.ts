@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Job, JobResult } from 'pg-boss';
-import type { FanoutDefinition, ItemContext } from '../define/define-fanout.ts';
+import type { AnyFanoutDefinition, ItemContext } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
 import { FanoutError } from '../errors/errors.ts';
 import type { ItemEventBase } from '../events/events.ts';
@@ -17,7 +17,7 @@ export interface ChildJobData {
 }
 
 /** Delay before retry `attempt + 1`: exponential with jitter, never sooner than Retry-After. */
-export function retryDelayMs(definition: FanoutDefinition, attempt: number, retryAfterMs?: number): number {
+export function retryDelayMs(definition: AnyFanoutDefinition, attempt: number, retryAfterMs?: number): number {
   const { retryDelaySeconds, retryBackoff, retryDelayMaxSeconds } = definition.resolved.child;
   let delay = retryDelaySeconds * 1000;
   if (retryBackoff) {
@@ -60,7 +60,7 @@ export class ChildRunner {
     this.#leases.stop();
   }
 
-  async handleBatch(definition: FanoutDefinition, jobs: Job<ChildJobData>[]): Promise<JobResult[]> {
+  async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<JobResult[]> {
     const jobByItem = new Map<string, Job<ChildJobData>>();
     for (const job of jobs) if (!jobByItem.has(job.data.itemId)) jobByItem.set(job.data.itemId, job);
     const token = randomUUID();
@@ -77,7 +77,7 @@ export class ChildRunner {
     return jobs.map((job) => ({ id: job.id, status: 'completed', output: { outcome: outputs.get(job.id) ?? 'skipped' } }));
   }
 
-  async #runOne(definition: FanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<string> {
+  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<string> {
     const ctx = this.#ctx;
     const controller = new AbortController();
     let why: AbortWhy | 'expired' | 'shutdown' | null = null;

@@ -1,5 +1,5 @@
 import type { PgBoss } from 'pg-boss';
-import type { FanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
+import type { AnyFanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
 import type { FanoutEvents } from '../events/events.ts';
 import type { EnqueueItems, FanoutStore, SettleResult, SettledTask } from '../store/types.ts';
 import type { Logger } from './logger.ts';
@@ -22,7 +22,7 @@ export interface RuntimeContext {
   settings: WorkerSettings;
   /** Aborted when the runtime stops. */
   shutdown: AbortSignal;
-  definition(kind: string): FanoutDefinition;
+  definition(kind: string): AnyFanoutDefinition;
   /** Enqueues child jobs inside a store transaction. */
   enqueueChildren: EnqueueItems;
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */

@@ -1,5 +1,5 @@
 import type { JobWithMetadata } from 'pg-boss';
-import type { FanoutDefinition, ListedItem } from '../define/define-fanout.ts';
+import type { AnyFanoutDefinition, ListedItem } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
 import { PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
@@ -44,7 +44,7 @@ async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, siz
  * loses nothing and a retry skips what is already there), then exits. It never waits for the
  * children: the last one to settle finishes the task.
  */
-export async function runManager(ctx: RuntimeContext, definition: FanoutDefinition, job: JobWithMetadata<ManagerJobData>): Promise<void> {
+export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefinition, job: JobWithMetadata<ManagerJobData>): Promise<void> {
   const { taskId } = job.data;
   const task = await ctx.store.startDispatch(taskId);
   if (!task) {
@@ -75,7 +75,7 @@ export async function runManager(ctx: RuntimeContext, definition: FanoutDefiniti
   }
 }
 
-async function dispatch(ctx: RuntimeContext, definition: FanoutDefinition, task: TaskRecord, signal: AbortSignal): Promise<void> {
+async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, task: TaskRecord, signal: AbortSignal): Promise<void> {
   const input = definition.input.parse(task.input);
   const listed = await definition.listItems(input, {
     task: { id: task.id, tenant: task.tenant },

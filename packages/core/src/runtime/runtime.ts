@@ -1,5 +1,6 @@
 import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
-import { resolveLimits, type FanoutDefinition } from '../define/define-fanout.ts';
+import type { z } from 'zod';
+import { resolveLimits, type AnyFanoutDefinition, type FanoutDefinition } from '../define/define-fanout.ts';
 import { assertJobPayload } from '../define/names.ts';
 import { FanoutError } from '../errors/errors.ts';
 import { FanoutEvents } from '../events/events.ts';
@@ -29,7 +30,7 @@ export interface FanoutRuntimeOptions {
    * stops it). Use the same database as the store: jobs are enqueued in the store's transactions.
    */
   boss: PgBoss | ConstructorOptions;
-  definitions: readonly FanoutDefinition[];
+  definitions: readonly AnyFanoutDefinition[];
   /** @default JSON lines on stderr from `warn` up */
   logger?: Logger;
   worker?: Partial<WorkerSettings>;
@@ -102,7 +103,7 @@ export class Fanout implements AsyncDisposable {
   readonly logger: Logger;
   readonly #boss: PgBoss;
   readonly #ownsBoss: boolean;
-  readonly #definitions = new Map<string, FanoutDefinition>();
+  readonly #definitions = new Map<string, AnyFanoutDefinition>();
   readonly #worker: WorkerSettings;
   readonly #maintenance: MaintenanceSettings;
   readonly #shutdown = new AbortController();
@@ -156,7 +157,7 @@ export class Fanout implements AsyncDisposable {
     return this.#boss;
   }
 
-  definition(kind: string): FanoutDefinition {
+  definition(kind: string): AnyFanoutDefinition {
     const definition = this.#definitions.get(kind);
     if (!definition) throw new FanoutError('unknown_definition', `no fan-out definition named "${kind}" is registered`, { field: 'kind' });
     return definition;
@@ -225,7 +226,7 @@ export class Fanout implements AsyncDisposable {
     return this;
   }
 
-  async #createQueues(definition: FanoutDefinition): Promise<void> {
+  async #createQueues(definition: AnyFanoutDefinition): Promise<void> {
     const { manager, child } = definition.resolved;
     const deadLetter = { retentionSeconds: 14 * 24 * 3600 };
     const childQueue = {
@@ -261,7 +262,11 @@ export class Fanout implements AsyncDisposable {
    * Creates a task and enqueues its manager in one transaction, and returns at once.
    * The input is validated against the definition's schema first.
    */
-  async submit<TInput>(definition: FanoutDefinition<TInput> | string, input: TInput, options: SubmitOptions = {}): Promise<TaskRecord> {
+  async submit<D extends AnyFanoutDefinition>(
+    definition: D | string,
+    input: D extends FanoutDefinition<infer S, any, any> ? z.input<S> : unknown,
+    options: SubmitOptions = {},
+  ): Promise<TaskRecord> {
     this.#assertStarted();
     const def = typeof definition === 'string' ? this.definition(definition) : this.definition(definition.name);
     const parsed = def.input.parse(input);

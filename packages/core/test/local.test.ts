@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { FanoutEvents, LocalLimit } from '../src/index.ts';
+
+describe('LocalLimit', () => {
+  it('never runs more than its limit at once, and serves waiters in order', async () => {
+    const limit = new LocalLimit(2);
+    let active = 0;
+    let peak = 0;
+    const order: number[] = [];
+    const gates = Array.from({ length: 6 }, () => Promise.withResolvers<void>());
+    const runs = gates.map((gate, i) =>
+      limit.run(async () => {
+        active++;
+        peak = Math.max(peak, active);
+        order.push(i);
+        await gate.promise;
+        active--;
+      }),
+    );
+    for (const gate of gates) {
+      await new Promise((r) => setImmediate(r));
+      gate.resolve();
+    }
+    await Promise.all(runs);
+    expect(peak).toBe(2);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(limit.active).toBe(0);
+  });
+
+  it('lets a waiter give up when its signal aborts', async () => {
+    const limit = new LocalLimit(1);
+    await limit.acquire();
+    const controller = new AbortController();
+    const waiting = limit.acquire(controller.signal);
+    controller.abort(new Error('cancelled'));
+    await expect(waiting).rejects.toThrow('cancelled');
+    expect(limit.waiting).toBe(0);
+    limit.release();
+    expect(limit.active).toBe(0);
+  });
+});
+
+describe('FanoutEvents', () => {
+  it('a throwing or rejecting listener never stops the others nor the emitter', async () => {
+    const errors: unknown[] = [];
+    const events = new FanoutEvents((error) => errors.push(error));
+    const seen: string[] = [];
+    events.on('task.completed', () => {
+      throw new Error('sync boom');
+    });
+    events.on('task.completed', async () => {
+      throw new Error('async boom');
+    });
+    events.on('task.completed', (e) => {
+      seen.push(e.id);
+    });
+    const event = { id: 't1', kind: 'k', tenant: null, status: 'completed' as const, stopReason: null, total: 1, succeeded: 1, failed: 0, cancelled: 0, round: 1, dispatched: true, at: 0 };
+    expect(() => events.emit('task.completed', event)).not.toThrow();
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(['t1']);
+    expect(errors.map((e) => (e as Error).message).sort()).toEqual(['async boom', 'sync boom']);
+  });
+
+  it('reports listener errors on the error event when someone listens', () => {
+    const events = new FanoutEvents(() => {
+      throw new Error('should not be called');
+    });
+    const reported: string[] = [];
+    events.on('error', (e) => {
+      reported.push(e.context);
+    });
+    const off = events.on('item.log', () => {
+      throw new Error('x');
+    });
+    events.emit('item.log', { taskId: 't', itemId: 'i', key: 'k', kind: 'k', tenant: null, attempt: 1, message: 'm' });
+    expect(reported).toEqual(['listener of item.log']);
+    off();
+    expect(events.listenerCount('item.log')).toBe(0);
+  });
+});

@@ -20,12 +20,18 @@ export function createAppRuntime(options: {
   poolSize?: number;
   worker?: FanoutRuntimeOptions['worker'];
   maintenance?: FanoutRuntimeOptions['maintenance'];
+  /** pg-boss supervision pass (fails jobs of dead workers). @default 15 */
+  superviseIntervalSeconds?: number;
 }): AppRuntime {
   const poolSize = options.poolSize ?? 10;
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: options.databaseUrl, max: poolSize }) });
   const fanout = createFanout({
     store: prismaFanoutStore(prisma),
-    boss: { connectionString: options.databaseUrl, max: poolSize },
+    boss: {
+      connectionString: options.databaseUrl,
+      max: poolSize,
+      ...(options.superviseIntervalSeconds ? { superviseIntervalSeconds: options.superviseIntervalSeconds, monitorIntervalSeconds: options.superviseIntervalSeconds } : {}),
+    },
     definitions: options.definitions,
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.worker ? { worker: options.worker } : {}),

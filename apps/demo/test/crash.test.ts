@@ -18,7 +18,17 @@ describe('crashes', () => {
     const done = await waitFor(async () => {
       const current = await t.app.fanout.getTask(task.id);
       return current?.status === 'completed' ? current : null;
-    }, { timeoutMs: 90_000, message: 'task completed after the crash' });
+    }, {
+      timeoutMs: 50_000,
+      message: 'task completed after the crash',
+      describe: async () =>
+        JSON.stringify({
+          task: await t.app.fanout.getTask(task.id),
+          items: await t.app.prisma.$queryRaw`SELECT status, attempts, lease_until < now() AS lapsed, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY 1, 2, 3`,
+          jobs: await t.app.prisma.$queryRaw`SELECT state, count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' GROUP BY 1`,
+          survivor: t.workers[1]?.lines.slice(-5),
+        }),
+    });
     expect(done).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, cancelled: 0 });
 
     // The victim's items were taken over: second attempts whose first attempt lost its lease.

@@ -69,7 +69,15 @@ async function retryOnConflict<T>(fn: () => PromiseLike<T>): Promise<T> {
   }
 }
 
+/** Rolls a dispatch page back because its task stopped while the page was being inserted. */
+class StoppedWhileInserting extends Error {}
+
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+
+// Relaxed commits: claims and lease renewals run with `synchronous_commit` off for their own
+// transaction (the `relaxed` CTE), so they do not wait for the WAL to reach the disk. Losing one
+// in a database crash is harmless (the item is claimed again), and the durable settle that
+// follows flushes it anyway, since the WAL is written in order.
 
 /** pg-boss's `db` option over a Prisma interactive transaction (pg-boss ships its SQL with parameters). */
 function executor(tx: PrismaQueryable): SqlExecutor {
@@ -145,20 +153,20 @@ export class PrismaFanoutStore implements FanoutStore {
     if (!isUuid(taskId)) return { rows: [], nextCursor: null };
     const limit = Math.max(1, Math.min(1000, query.limit));
     const cursor = query.cursor ? decodeCursor(query.cursor) : null;
-    if (query.cursor && (!cursor || !Number.isInteger(cursor[0]))) {
+    if (query.cursor && (!cursor || !Number.isInteger(cursor[0]) || !isUuid(cursor[1]))) {
       throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
     }
-    const afterSeq = cursor ? (cursor[0] as number) : 0;
+    const [afterSeq, afterId] = cursor ? [cursor[0] as number, cursor[1] as string] : [0, '00000000-0000-0000-0000-000000000000'];
     const rows = await this.#prisma.$queryRaw<ItemRow[]>`
       SELECT id, task_id, seq, key, snapshot, status, attempts, result, error, round, started_at, finished_at
       FROM fanout_item
-      WHERE task_id = ${taskId}::uuid AND seq > ${afterSeq}::int
+      WHERE task_id = ${taskId}::uuid AND (seq, id) > (${afterSeq}::int, ${afterId}::uuid)
         AND (${query.status ?? null}::text IS NULL OR status = ${query.status ?? null}::text)
-      ORDER BY seq
+      ORDER BY seq, id
       LIMIT ${limit + 1}::int`;
     const page = rows.slice(0, limit).map(toItem);
     const last = page.at(-1);
-    return { rows: page, nextCursor: rows.length > limit && last ? encodeCursor([last.seq]) : null };
+    return { rows: page, nextCursor: rows.length > limit && last ? encodeCursor([last.seq, last.id]) : null };
   }
 
   // -- manager ---------------------------------------------------------------------------------
@@ -173,38 +181,44 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult> {
-    return this.#transaction(async (tx) => {
-      // The task row lock orders this page against stops and other pages of the same task.
-      const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind' | 'total'>[]>`
-        SELECT status, kind, total FROM fanout_task WHERE id = ${taskId}::uuid FOR UPDATE`;
-      if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
-      if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    try {
+      return await this.#transaction(async (tx) => {
+        // No lock up front, so pages of one task can be inserted side by side; the counter
+        // update at the end re-checks the status under the row lock, and rolls the page back
+        // if the task stopped meanwhile (a stop never sees this page's uncommitted items).
+        const [task] = await tx.$queryRaw<Pick<TaskRow, 'status'>[]>`SELECT status FROM fanout_task WHERE id = ${taskId}::uuid`;
+        if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+        if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
 
-      const inserted = await tx.$queryRaw<{ id: string; status: string }[]>`
-        WITH input AS (
-          SELECT DISTINCT ON (key) key, snapshot, error, ord
-          FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => json(i.snapshot ?? null))}::text[],
-                      ${items.map((i) => json(i.error))}::text[]) WITH ORDINALITY AS x(key, snapshot, error, ord)
-          ORDER BY key, ord
-        ), fresh AS (
-          SELECT input.*, row_number() OVER (ORDER BY ord) AS rn FROM input
-          WHERE NOT EXISTS (SELECT 1 FROM fanout_item i WHERE i.task_id = ${taskId}::uuid AND i.key = input.key)
-        )
-        INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
-        SELECT gen_random_uuid(), ${taskId}::uuid, ${task.total}::int + rn, key, snapshot::jsonb,
-               CASE WHEN error IS NULL THEN 'pending' ELSE 'failed' END, error::jsonb,
-               CASE WHEN error IS NULL THEN NULL ELSE clock_timestamp() END
-        FROM fresh ORDER BY rn
-        ON CONFLICT (task_id, key) DO NOTHING
-        RETURNING id, status`;
-      const failed = inserted.filter((row) => row.status === 'failed').length;
-      await tx.$queryRaw`
-        UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
-        WHERE id = ${taskId}::uuid`;
-      const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
-      if (pending.length > 0) await enqueue(executor(tx), pending);
-      return { inserted: inserted.length, status: 'running' };
-    });
+        // A key the task already has (a manager retried after a crash), or repeated in the
+        // page, is skipped.
+        const inserted = await tx.$queryRaw<{ id: string; status: string }[]>`
+          INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+          SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
+                 CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+                 CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+          FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
+                      ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
+               WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+          ORDER BY x.ord
+          ON CONFLICT (task_id, key) DO NOTHING
+          RETURNING id, status`;
+        const failed = inserted.filter((row) => row.status === 'failed').length;
+        const [counted] = await tx.$queryRaw<Pick<TaskRow, 'kind'>[]>`
+          UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
+          WHERE id = ${taskId}::uuid AND status = 'running'
+          RETURNING kind`;
+        if (!counted) throw new StoppedWhileInserting();
+        const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: counted.kind }));
+        if (pending.length > 0) await enqueue(executor(tx), pending);
+        return { inserted: inserted.length, status: 'running' as const };
+      });
+    } catch (error) {
+      if (!(error instanceof StoppedWhileInserting)) throw error;
+      const task = await this.getTask(taskId);
+      return { inserted: 0, status: task?.status ?? 'cancelled' };
+    }
   }
 
   async finishDispatch(taskId: string): Promise<SettledTask | null> {
@@ -224,18 +238,27 @@ export class PrismaFanoutStore implements FanoutStore {
   async claimItems(itemIds: readonly string[], token: string, leaseMs: number): Promise<ClaimResult> {
     const ids = itemIds.filter(isUuid);
     if (ids.length === 0) return { claimed: [], skipped: [...itemIds] };
+    // One statement, committed without waiting for the disk (see the note on relaxed commits).
+    // Items are found by primary key only, and their task is checked per row by a subquery: a
+    // join on task_id could lead the planner to walk every item of a large task.
     const rows = await retryOnConflict(
       () => this.#prisma.$queryRaw<
         { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number }[]
       >`
-      UPDATE fanout_item i SET
-        status = 'running', claim_token = ${token}::uuid,
-        lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond',
-        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp())
-      FROM fanout_task t
-      WHERE i.id = ANY(${ids}::uuid[]) AND t.id = i.task_id AND t.status = 'running'
-        AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < clock_timestamp() AND i.attempts < t.max_attempts))
-      RETURNING i.id, i.task_id, t.kind, t.tenant, i.key, i.snapshot, i.attempts, t.max_attempts, i.round`,
+      WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+      claimed AS (
+        UPDATE fanout_item i SET
+          status = 'running', claim_token = ${token}::uuid,
+          lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond',
+          attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp())
+        FROM relaxed
+        WHERE i.id = ANY(${ids}::uuid[])
+          AND (SELECT t.status = 'running'
+                      AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < clock_timestamp() AND i.attempts < t.max_attempts))
+               FROM fanout_task t WHERE t.id = i.task_id)
+        RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
+      )
+      SELECT c.*, t.kind, t.tenant, t.max_attempts FROM claimed c JOIN fanout_task t ON t.id = c.task_id`,
     );
     const claimedIds = new Set(rows.map((r) => r.id));
     return {
@@ -257,9 +280,10 @@ export class PrismaFanoutStore implements FanoutStore {
   async renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
     if (held.length === 0) return [];
     const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+      WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
       UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
-      FROM unnest(${held.map((h) => h.itemId)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS h(id, token)
-      WHERE i.id = h.id AND i.claim_token = h.token AND i.status = 'running'
+      FROM unnest(${held.map((h) => h.itemId)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS h(id, token), relaxed
+      WHERE i.id = ANY(${held.map((h) => h.itemId)}::uuid[]) AND i.id = h.id AND i.claim_token = h.token AND i.status = 'running'
       RETURNING i.id`;
     return rows.map((r) => r.id);
   }
@@ -283,7 +307,7 @@ export class PrismaFanoutStore implements FanoutStore {
       ), settled AS (
         UPDATE fanout_item i SET status = v.status, result = v.result::jsonb, error = COALESCE(v.error::jsonb, i.error),
           finished_at = clock_timestamp(), claim_token = NULL, lease_until = NULL
-        FROM v WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
+        FROM v WHERE i.id = ANY(${outcomes.map((o) => o.itemId)}::uuid[]) AND i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
         RETURNING i.id, i.task_id, i.status
       ), c AS (
         SELECT task_id,
@@ -310,12 +334,15 @@ export class PrismaFanoutStore implements FanoutStore {
     if (releases.length === 0) return [];
     return this.#transaction(async (tx) => {
       const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
-        UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.error::jsonb
-        FROM unnest(${releases.map((r) => r.itemId)}::uuid[], ${releases.map((r) => r.token)}::uuid[],
-                    ${releases.map((r) => json(r.error))}::text[], ${releases.map((r) => Math.round(r.delayMs))}::int[]) AS v(id, token, error, delay_ms),
-             fanout_task t
-        WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running' AND t.id = i.task_id AND t.status = 'running'
-        RETURNING i.id, i.task_id, t.kind, v.delay_ms`;
+        WITH released AS (
+          UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.error::jsonb
+          FROM unnest(${releases.map((r) => r.itemId)}::uuid[], ${releases.map((r) => r.token)}::uuid[],
+                      ${releases.map((r) => json(r.error))}::text[], ${releases.map((r) => Math.round(r.delayMs))}::int[]) AS v(id, token, error, delay_ms)
+          WHERE i.id = ANY(${releases.map((r) => r.itemId)}::uuid[]) AND i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
+            AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
+          RETURNING i.id, i.task_id, v.delay_ms
+        )
+        SELECT r.*, t.kind FROM released r JOIN fanout_task t ON t.id = r.task_id`;
       if (rows.length > 0) await enqueue(executor(tx), rows.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind, delayMs: r.delay_ms })));
       return rows.map((r) => r.id);
     });
@@ -402,9 +429,8 @@ export class PrismaFanoutStore implements FanoutStore {
           { id: string; task_id: string; kind: string; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
         >`
           SELECT i.id, i.task_id, t.kind, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
-          FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
-          WHERE i.status = 'running' AND i.lease_until < clock_timestamp()
-          ORDER BY i.lease_until
+          FROM fanout_task t JOIN fanout_item i ON i.task_id = t.id
+          WHERE t.status IN ('running', 'stopping') AND i.status = 'running' AND i.lease_until < clock_timestamp()
           LIMIT ${limit}::int
           FOR UPDATE OF i SKIP LOCKED`;
         const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
@@ -500,7 +526,8 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async releaseFanIn(taskId: string, retryInMs: number): Promise<void> {
     await this.#prisma.$queryRaw`
-      UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${retryInMs}::int * interval '1 millisecond'
+      UPDATE fanout_task
+      SET fanin_lease_until = CASE WHEN ${retryInMs}::int > 0 THEN clock_timestamp() + ${retryInMs}::int * interval '1 millisecond' END
       WHERE id = ${taskId}::uuid`;
   }
 

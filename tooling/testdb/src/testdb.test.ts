@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyMigrations, createTestDatabase, getTestPostgres, loadMigrations, quoteIdent } from './index.ts';
+import { migrationsHash } from './migrations.ts';
 
 let dir: string;
 
@@ -80,6 +81,17 @@ describe('createTestDatabase', () => {
     const { url } = await getTestPostgres();
     const left = await query(url, 'SELECT datname FROM pg_database WHERE datname = ANY($1)', [[one.name, two.name]]);
     expect(left).toEqual([]);
+  });
+
+  it('fails on a broken migration without leaving databases behind', async () => {
+    const broken = path.join(dir, 'broken-template.sql');
+    await fs.writeFile(broken, 'CREATE TABLE ok (x int); SELECT * FROM no_such_table;');
+    await expect(createTestDatabase({ migrations: [broken] })).rejects.toThrow(/broken-template\.sql.*no_such_table/);
+    // Neither the template nor its half-built `_build` database is left (other test files may be
+    // creating databases concurrently, so only look for this migration set's template).
+    const prefix = `tpl_${migrationsHash(await loadMigrations([broken])).slice(0, 24)}`;
+    const { url } = await getTestPostgres();
+    expect(await query(url, 'SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [prefix])).toEqual([]);
   });
 
   it('drops databases that still have connections', async () => {

@@ -67,6 +67,8 @@ export interface ManagerQueueOptions {
   heartbeatSeconds?: number;
   /** Items inserted (and jobs enqueued) per transaction. @default 1000 */
   pageSize?: number;
+  /** Pages inserted side by side while the listing goes on. @default 2 */
+  pagesInFlight?: number;
 }
 
 export interface ChildQueueOptions {
@@ -184,6 +186,7 @@ export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends
       expireInSeconds: positiveInt(m.expireInSeconds ?? 3600, 'options.manager.expireInSeconds'),
       heartbeatSeconds: positiveInt(m.heartbeatSeconds ?? 30, 'options.manager.heartbeatSeconds', 10),
       pageSize: positiveInt(m.pageSize ?? 1000, 'options.manager.pageSize'),
+      pagesInFlight: positiveInt(m.pagesInFlight ?? 2, 'options.manager.pagesInFlight'),
     },
     child: {
       retryLimit: positiveInt(c.retryLimit ?? 3, 'options.child.retryLimit', 0),

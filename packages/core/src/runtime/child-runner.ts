@@ -48,7 +48,11 @@ export class ChildRunner {
       pollMs: ctx.settings.controlPollMs,
       onError: (error) => ctx.reportError(error, 'lease renewal'),
     });
-    this.#buffer = new SettleBuffer(ctx.store, 500, (result) => ctx.afterSettle(result));
+    this.#buffer = new SettleBuffer(ctx.store, {
+      maxBatch: 500,
+      maxFlushes: 2,
+      onSettled: (result) => ctx.afterSettle(result),
+    });
   }
 
   get inFlight(): number {

@@ -82,19 +82,40 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
     signal,
     logger: ctx.logger,
   });
+  // Up to `pagesInFlight` pages are inserted side by side while the listing goes on, so the
+  // manager does not wait on one round trip at a time; memory still holds a few pages at most.
+  const pagesInFlight = definition.resolved.manager.pagesInFlight;
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let failure: unknown = null;
+  let seq = 0;
   for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
     signal.throwIfAborted();
+    if (stopped || failure) break;
     const items: NewItem[] = page.map((listed) => {
+      seq++;
       if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
         throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
       }
       // A snapshot that does not match the item schema fails that item, not the task.
       const parsed = definition.item.safeParse(listed.snapshot);
       return parsed.success
-        ? { key: listed.key, snapshot: parsed.data }
-        : { key: listed.key, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
+        ? { key: listed.key, seq, snapshot: parsed.data }
+        : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
     });
-    const inserted = await ctx.store.insertItems(task.id, items, ctx.enqueueChildren);
-    if (inserted.status !== 'running') return; // stopped while dispatching: what is in stays, the rest is never sent
+    const insert: Promise<void> = ctx.store
+      .insertItems(task.id, items, ctx.enqueueChildren)
+      .then((result) => {
+        // Stopped while dispatching: what is in stays, the rest is never sent.
+        if (result.status !== 'running') stopped = true;
+      })
+      .catch((error: unknown) => {
+        failure ??= error;
+      })
+      .finally(() => inFlight.delete(insert));
+    inFlight.add(insert);
+    if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
   }
+  await Promise.all(inFlight);
+  if (failure) throw failure;
 }

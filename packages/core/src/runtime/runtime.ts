@@ -131,7 +131,12 @@ export class Fanout implements AsyncDisposable {
     checkSettings(this.#worker, this.#maintenance);
 
     this.#ownsBoss = !(options.boss instanceof PgBoss);
-    this.#boss = options.boss instanceof PgBoss ? options.boss : new PgBoss({ useListenNotify: true, ...options.boss });
+    // Supervision is what fails the jobs of a worker that died before claiming their items (their
+    // heartbeat stops), so they are retried; pg-boss's default pass is every 60 s.
+    this.#boss =
+      options.boss instanceof PgBoss
+        ? options.boss
+        : new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...options.boss });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
@@ -247,7 +252,9 @@ export class Fanout implements AsyncDisposable {
       notify: true,
     };
     await this.#boss.createQueue(definition.deadLetterQueue, deadLetter);
-    await this.#boss.createQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });
+    // A child queue gets its own partition: a task of 100,000 children would otherwise make every
+    // other queue's fetches wade through its rows.
+    await this.#boss.createQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue, partition: true });
     await this.#boss.createQueue(definition.managerQueue, managerQueue);
     // createQueue leaves an existing queue as it was; bring its options up to date.
     await this.#boss.updateQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });

@@ -15,47 +15,68 @@ interface Pending {
 export class SettleBuffer {
   readonly #store: FanoutStore;
   readonly #maxBatch: number;
+  readonly #maxFlushes: number;
   readonly #onSettled: (result: SettleResult, outcomes: readonly Outcome[]) => void;
   #queue: Pending[] = [];
-  #flushing: Promise<void> | null = null;
+  readonly #flushes = new Set<Promise<void>>();
+  #scheduled = false;
 
-  constructor(store: FanoutStore, maxBatch: number, onSettled: (result: SettleResult, outcomes: readonly Outcome[]) => void) {
+  constructor(
+    store: FanoutStore,
+    options: {
+      maxBatch: number;
+      /** Flushes in flight at once: they overlap everything but the task row update. */
+      maxFlushes: number;
+      onSettled: (result: SettleResult, outcomes: readonly Outcome[]) => void;
+    },
+  ) {
     this.#store = store;
-    this.#maxBatch = maxBatch;
-    this.#onSettled = onSettled;
+    this.#maxBatch = options.maxBatch;
+    this.#maxFlushes = options.maxFlushes;
+    this.#onSettled = options.onSettled;
   }
 
   /** Resolves true when the outcome was recorded, false when its claim had been lost. */
   push(outcome: Outcome): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ outcome, resolve, reject });
-      if (!this.#flushing) this.#flushing = this.#drain();
+      this.#schedule();
     });
   }
 
   /** Resolves once everything pushed so far is flushed. */
   async idle(): Promise<void> {
-    while (this.#flushing) await this.#flushing;
+    while (this.#flushes.size > 0 || this.#queue.length > 0) {
+      this.#schedule();
+      await Promise.race(this.#flushes);
+    }
   }
 
-  async #drain(): Promise<void> {
-    // Let the outcomes of handlers finishing in the same tick join the first batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+  #schedule(): void {
+    if (this.#scheduled || this.#flushes.size >= this.#maxFlushes || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // Let the outcomes of handlers finishing in the same tick join the batch.
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (this.#flushes.size >= this.#maxFlushes || this.#queue.length === 0) return;
+      const flush: Promise<void> = this.#flush(this.#queue.splice(0, this.#maxBatch)).finally(() => {
+        this.#flushes.delete(flush);
+        this.#schedule();
+      });
+      this.#flushes.add(flush);
+      this.#schedule();
+    });
+  }
+
+  async #flush(batch: Pending[]): Promise<void> {
+    const outcomes = batch.map((p) => p.outcome);
     try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#maxBatch);
-        const outcomes = batch.map((p) => p.outcome);
-        try {
-          const result = await this.#store.settleItems(outcomes);
-          const settled = new Set(result.settled);
-          for (const p of batch) p.resolve(settled.has(p.outcome.itemId));
-          this.#onSettled(result, outcomes);
-        } catch (error) {
-          for (const p of batch) p.reject(error);
-        }
-      }
-    } finally {
-      this.#flushing = null;
+      const result = await this.#store.settleItems(outcomes);
+      const settled = new Set(result.settled);
+      for (const p of batch) p.resolve(settled.has(p.outcome.itemId));
+      this.#onSettled(result, outcomes);
+    } catch (error) {
+      for (const p of batch) p.reject(error);
     }
   }
 }

@@ -109,6 +109,11 @@ export interface NewTask {
 
 export interface NewItem {
   key: string;
+  /**
+   * The item's position in the manager's listing (1-based). A re-dispatch lists the same items
+   * at the same positions; only their order on screen depends on it.
+   */
+  seq: number;
   snapshot: unknown;
   /** An item that failed validation at dispatch is stored already failed, and counted. */
   error?: ItemError;
@@ -238,9 +243,10 @@ export interface FanoutStore {
   /** `queued` -> `running`. Returns the task as it is now (whatever its status), or null. */
   startDispatch(taskId: string): Promise<TaskRecord | null>;
   /**
-   * Inserts one page of items with the next sequence numbers and raises `total`, skipping keys
-   * the task already has, and enqueues jobs for the new pending items, all in one transaction.
-   * Inserts nothing unless the task is `running`.
+   * Inserts one page of items and raises `total`, skipping keys the task already has, and
+   * enqueues jobs for the new pending items, all in one transaction. Inserts nothing unless the
+   * task is `running` when the transaction commits. Pages of one task may be inserted
+   * concurrently.
    */
   insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult>;
   /** Marks dispatch done (`total` is final) and finishes the task if every item is settled. */
@@ -250,7 +256,8 @@ export interface FanoutStore {
   /**
    * Claims items for one worker: `pending` items of a running task, and `running` items whose
    * lease lapsed (their holder died) and that have attempts left. Sets owner token, lease and
-   * attempt number in one conditional update.
+   * attempt number in one conditional update. A claim may be committed without waiting for the
+   * disk: losing one in a database crash only sends the item back to be claimed again.
    */
   claimItems(itemIds: readonly string[], token: string, leaseMs: number): Promise<ClaimResult>;
   /** Extends the lease of items still held under their tokens. Returns the ids still held. */

@@ -25,7 +25,8 @@ function recorder() {
   return { enqueued, enqueue };
 }
 
-const items = (n: number, prefix = 'k'): NewItem[] => Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, snapshot: { n: i } }));
+const items = (n: number, prefix = 'k', from = 0): NewItem[] =>
+  Array.from({ length: n }, (_, i) => ({ key: `${prefix}${from + i}`, seq: from + i + 1, snapshot: { n: from + i } }));
 
 /**
  * The behaviour every Fanout store must have, as vitest tests. Run it from your store's test
@@ -115,13 +116,13 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.startDispatch(randomUUID())).toBeNull();
       });
 
-      it('inserts pages with contiguous sequence numbers, skipping keys it already has', async () => {
+      it('inserts pages at their listing positions, skipping keys it already has', async () => {
         const task = await newTask();
         await store.startDispatch(task.id);
         const rec = recorder();
         expect(await store.insertItems(task.id, items(3), rec.enqueue)).toEqual({ inserted: 3, status: 'running' });
         // k1 and k2 are repeats (a manager retried after a crash); k1 also repeats inside the page.
-        const page = [...items(3).slice(1), { key: 'k1', snapshot: {} }, { key: 'k3', snapshot: { n: 3 } }];
+        const page = [...items(3).slice(1), { key: 'k1', seq: 2, snapshot: {} }, ...items(1, 'k', 3)];
         expect(await store.insertItems(task.id, page, rec.enqueue)).toEqual({ inserted: 1, status: 'running' });
         expect(rec.enqueued).toHaveLength(4);
         expect(rec.enqueued.every((i) => i.taskId === task.id && i.kind === kind)).toBe(true);
@@ -133,6 +134,16 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
           ['k3', 4, 'pending'],
         ]);
         expect((await store.getTask(task.id))?.total).toBe(4);
+      });
+
+      it('counts pages inserted side by side exactly', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        const results = await Promise.all(Array.from({ length: 6 }, (_, p) => store.insertItems(task.id, items(50, 'k', p * 50), rec.enqueue)));
+        expect(results.map((r) => r.inserted)).toEqual([50, 50, 50, 50, 50, 50]);
+        expect((await store.getTask(task.id))?.total).toBe(300);
+        expect(new Set(rec.enqueued.map((i) => i.id)).size).toBe(300);
       });
 
       it('rolls a page back when its jobs cannot be enqueued', async () => {
@@ -151,7 +162,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const task = await newTask();
         await store.startDispatch(task.id);
         const rec = recorder();
-        await store.insertItems(task.id, [{ key: 'good', snapshot: {} }, { key: 'bad', snapshot: {}, error: { code: 'validation', message: 'x' } }], rec.enqueue);
+        await store.insertItems(task.id, [{ key: 'good', seq: 1, snapshot: {} }, { key: 'bad', seq: 2, snapshot: {}, error: { code: 'validation', message: 'x' } }], rec.enqueue);
         expect(rec.enqueued).toHaveLength(1);
         expect(await store.getTask(task.id)).toMatchObject({ total: 2, failed: 1 });
         const bad = (await store.listItems(task.id, { status: 'failed', limit: 10 })).rows;
@@ -361,7 +372,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const rec = recorder();
         await store.insertItems(task.id, items(2), rec.enqueue);
         await store.stopTask(task.id, 'cancelled');
-        expect(await store.insertItems(task.id, items(2, 'late'), rec.enqueue)).toEqual({ inserted: 0, status: 'stopping' });
+        expect(await store.insertItems(task.id, items(2, 'k', 2), rec.enqueue)).toEqual({ inserted: 0, status: 'stopping' });
         expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'cancelled', cancelled: 2, total: 2, finished: true });
       });
     });

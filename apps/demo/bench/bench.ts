@@ -1,0 +1,112 @@
+// `pnpm bench`: raw pg-boss against Fanout on the same PostgreSQL, in one process tree.
+// Prints one JSON line per scenario on stdout:
+//   {"scenario","n","seconds","perSec","ratioToRaw","peakRssMb", ...}
+// ratioToRaw compares with raw pg-boss measured in the same run, since machines are noisy.
+// Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { applyMigrations, startPostgres, withDatabase } from '@fanout/testdb';
+import pg from 'pg';
+import { createAppRuntime } from '../src/db.ts';
+import { noop } from './noop.ts';
+
+const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number);
+const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
+
+let serverUrl = process.env.DATABASE_URL;
+let stopServer: (() => Promise<void>) | null = null;
+let dataDir: string | null = null;
+if (!serverUrl) {
+  dataDir = mkdtempSync(join(tmpdir(), 'fanout-bench-'));
+  const server = await startPostgres({ dataDir: join(dataDir, 'pg') });
+  serverUrl = server.url;
+  stopServer = () => server.stop();
+}
+
+async function freshDatabase(name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = withDatabase(serverUrl!, name);
+  await applyMigrations(url, [migrationsDir]);
+  return url;
+}
+
+function run(args: string[], waitReady = false) {
+  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', scenarioPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      err += c;
+      if (err.includes('READY')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`scenario ${args[0]} exited ${code}: ${err}`)));
+  });
+  const result = new Promise<Record<string, number>>((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`scenario ${args[0]} exited ${code}: ${err}`)))),
+  );
+  ready.catch(() => {}); // a failed start surfaces through `result`
+  return { child, ready: waitReady ? ready : Promise.resolve(), result };
+}
+
+const print = (line: Record<string, unknown>) => console.log(JSON.stringify(line));
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+const fanoutSeconds = new Map<number, number>();
+try {
+  for (const n of sizes) {
+    // Raw pg-boss: insert n no-op jobs, work them in batches of 100 with 4 workers.
+    const rawUrl = await freshDatabase(`bench_raw_${n}`);
+    const raw = await run(['raw', rawUrl, String(n)]).result;
+    const rawPerSec = n / raw.seconds!;
+    print({ scenario: 'pgboss_raw', n, seconds: round(raw.seconds!), perSec: Math.round(rawPerSec), ratioToRaw: 1, peakRssMb: raw.peakRssMb });
+
+    // Fanout: one task of n no-op items; the manager and the children in their own processes,
+    // children with the same batch size and worker count as raw.
+    const url = await freshDatabase(`bench_fanout_${n}`);
+    const manager = run(['fanout-manager', url], true);
+    const children = run(['fanout-children', url], true);
+    await Promise.all([manager.ready, children.ready]);
+    const api = createAppRuntime({ databaseUrl: url, definitions: [noop], poolSize: 2 });
+    await api.fanout.start({ managers: false, children: false, maintenance: false });
+    const started = performance.now();
+    const task = await api.fanout.submit(noop, { n });
+    let finished = await api.fanout.getTask(task.id);
+    while (finished?.status !== 'completed') {
+      await new Promise((r) => setTimeout(r, 20));
+      finished = await api.fanout.getTask(task.id);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await api.close();
+    manager.child.kill('SIGTERM');
+    children.child.kill('SIGTERM');
+    const [managerStats, childStats] = await Promise.all([manager.result, children.result]);
+    if (finished.succeeded !== n || finished.total !== n) throw new Error(`fanout counts are off: ${JSON.stringify(finished)}`);
+    fanoutSeconds.set(n, seconds);
+    const perSec = n / seconds;
+    print({
+      scenario: 'fanout',
+      n,
+      seconds: round(seconds),
+      perSec: Math.round(perSec),
+      ratioToRaw: round(perSec / rawPerSec),
+      peakRssMb: childStats.peakRssMb,
+      managerPeakRssMb: managerStats.peakRssMb,
+    });
+  }
+  const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
+  if (small !== large) {
+    print({ scenario: 'fanout_scaling', n: large, seconds: round(fanoutSeconds.get(large)!), timeRatio: round(fanoutSeconds.get(large)! / fanoutSeconds.get(small)!), sizeRatio: large / small });
+  }
+} finally {
+  await stopServer?.();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}

@@ -39,7 +39,9 @@ async function freshDatabase(name: string): Promise<string> {
 }
 
 function run(args: string[], waitReady = false) {
-  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', scenarioPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', '--expose-gc', scenarioPath, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -67,7 +69,7 @@ try {
     const rawUrl = await freshDatabase(`bench_raw_${n}`);
     const raw = await run(['raw', rawUrl, String(n)]).result;
     const rawPerSec = n / raw.seconds!;
-    print({ scenario: 'pgboss_raw', n, seconds: round(raw.seconds!), perSec: Math.round(rawPerSec), ratioToRaw: 1, peakRssMb: raw.peakRssMb });
+    print({ scenario: 'pgboss_raw', n, seconds: round(raw.seconds!), perSec: Math.round(rawPerSec), ratioToRaw: 1, peakRssMb: raw.peakRssMb, liveHeapMb: raw.liveHeapMb });
 
     // Fanout: one task of n no-op items; the manager and the children in their own processes,
     // children with the same batch size and worker count as raw.
@@ -100,6 +102,8 @@ try {
       ratioToRaw: round(perSec / rawPerSec),
       peakRssMb: childStats.peakRssMb,
       managerPeakRssMb: managerStats.peakRssMb,
+      managerLiveHeapMb: managerStats.liveHeapMb,
+      childrenLiveHeapMb: childStats.liveHeapMb,
     });
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];

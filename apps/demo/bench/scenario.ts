@@ -10,7 +10,18 @@ const [mode, url, nArg] = process.argv.slice(2);
 if (!mode || !url) throw new Error('usage: scenario.ts <mode> <url> [n]');
 
 
-const peakRssMb = () => Math.round((process.resourceUsage().maxRSS / 1024) * 10) / 10;
+const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+const peakRssMb = () => mb(process.resourceUsage().maxRSS * 1024);
+
+// The live heap, sampled after a full collection: what the process keeps, not what the
+// collector has not got round to freeing yet (RSS mostly measures the latter).
+let peakLiveHeap = 0;
+const gc = (globalThis as { gc?: () => void }).gc;
+const sampler = setInterval(() => {
+  gc?.();
+  peakLiveHeap = Math.max(peakLiveHeap, process.memoryUsage().heapUsed);
+}, 250);
+sampler.unref();
 
 if (mode === 'raw') {
   const n = Number(nArg);
@@ -31,7 +42,7 @@ if (mode === 'raw') {
   await finished.promise;
   const seconds = (performance.now() - started) / 1000;
   await boss.stop({ graceful: true });
-  console.log(JSON.stringify({ seconds, peakRssMb: peakRssMb() }));
+  console.log(JSON.stringify({ seconds, peakRssMb: peakRssMb(), liveHeapMb: mb(peakLiveHeap) }));
   process.exit(0);
 } else {
   const managers = mode === 'fanout-manager';
@@ -45,7 +56,7 @@ if (mode === 'raw') {
   console.error(`READY ${mode}`);
   process.once('SIGTERM', async () => {
     await app.close();
-    console.log(JSON.stringify({ peakRssMb: peakRssMb() }));
+    console.log(JSON.stringify({ peakRssMb: peakRssMb(), liveHeapMb: mb(peakLiveHeap) }));
     process.exit(0);
   });
 }

@@ -1,0 +1,23 @@
+// A demo worker process: works the demo fan-out's manager and child jobs until SIGTERM.
+// Run several against one database: DATABASE_URL=postgres://… pnpm --filter @fanout/demo worker
+import { consoleLogger } from '@fanout/core';
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { applyMigrations } from '@fanout/testdb';
+import { createAppRuntime } from './db.ts';
+import { demoBatch } from './demo.ts';
+
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) {
+  console.error('DATABASE_URL is required: workers share one database');
+  process.exit(2);
+}
+await applyMigrations(databaseUrl, [migrationsDir]);
+const app = createAppRuntime({ databaseUrl, definitions: [demoBatch], logger: consoleLogger('info', { pid: process.pid }) });
+await app.fanout.start();
+console.log(`worker ${process.pid} working ${demoBatch.managerQueue} and ${demoBatch.childQueue}`);
+const stop = async () => {
+  await app.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void stop());
+process.once('SIGINT', () => void stop());

@@ -91,4 +91,34 @@ describe('delivery and retries', () => {
       { code: 'http_503', n: 3 },
     ]);
   });
+
+  it('a job that outlives its expiry is aborted and, on its last attempt, counted as failed', async () => {
+    await using t = await testApp({ work: true, childExpireInSeconds: 1, childRetryLimit: 1 });
+    const task = await t.app.fanout.submit('test_batch', { count: 3, every: 2, special: { sleepMs: 60_000 } });
+    const done = await finished(t, task.id, 30_000);
+    expect(done).toMatchObject({ status: 'completed', succeeded: 1, failed: 2 });
+    const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
+    expect(failed.rows.map((i) => [i.attempts, i.error?.code])).toEqual([
+      [2, 'expired'],
+      [2, 'expired'],
+    ]);
+  });
+
+  it('a listener that throws never breaks the worker', async () => {
+    await using t = await testApp({ work: true });
+    const reported: string[] = [];
+    t.app.fanout.events.on('item.succeeded', () => {
+      throw new Error('listener bug');
+    });
+    t.app.fanout.events.on('task.completed', async () => {
+      throw new Error('async listener bug');
+    });
+    t.app.fanout.events.on('error', (e) => {
+      reported.push(`${e.context}: ${(e.error as Error).message}`);
+    });
+    const task = await t.app.fanout.submit('test_batch', { count: 20 });
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 20 });
+    await waitFor(() => reported.includes('listener of task.completed: async listener bug'), { message: 'reported' });
+    expect(reported.filter((r) => r === 'listener of item.succeeded: listener bug')).toHaveLength(20);
+  });
 });

@@ -41,4 +41,14 @@ describe('global limits across processes', () => {
     for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(900);
     expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(2900);
   });
+
+  it('a worker process never runs more handlers at once than its concurrency', async () => {
+    await using api = await fakeApi(() => ({ status: 200, delayMs: 20 }));
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 4 });
+    const task = await t.app.fanout.submit('test_batch', { count: 60, item: { httpUrl: api.url } });
+    await waitFor(async () => (await t.app.fanout.getTask(task.id))?.status === 'completed', { message: 'task completed' });
+    expect(api.requests).toHaveLength(60);
+    expect(api.maxInFlight).toBe(4);
+  });
 });

@@ -15,6 +15,8 @@ export const preset: ViteUserConfig = {
   test: {
     globalSetup: [fileURLToPath(new URL('../testdb/src/global-setup.ts', import.meta.url))],
     pool: 'forks',
+    // Leak checks collect garbage before they measure.
+    execArgv: ['--expose-gc'],
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -1,0 +1,10 @@
+export { assertChannel, isStateEvent, isTerminalEvent, MAX_NOTIFY_BYTES, taskCountsSchema, taskEventSchema, TERMINAL_EVENT_TYPES } from './events.ts';
+export type { TaskCounts, TaskEvent, TaskStateEvent } from './events.ts';
+export { isNewerState, TaskEventPublisher } from './publisher.ts';
+export type { PublisherOptions } from './publisher.ts';
+export { TaskEventSubscriber } from './subscriber.ts';
+export type { ListenerOptions, TaskEventListener } from './subscriber.ts';
+export { stateEventId, taskEventsHandler } from './sse.ts';
+export type { TaskEventsHandlerOptions, TaskState } from './sse.ts';
+export { broadcastRuntimeEvents } from './bridge.ts';
+export { migrationsDir } from './paths.ts';

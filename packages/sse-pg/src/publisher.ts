@@ -1,0 +1,183 @@
+import type { Logger } from '@fanout/core';
+import pg from 'pg';
+import { assertChannel, isStateEvent, isTerminalEvent, MAX_NOTIFY_BYTES, taskEventSchema, type TaskEvent, type TaskStateEvent, type Wire } from './events.ts';
+
+export interface PublisherOptions {
+  /** A pool for the NOTIFYs (never the business transaction's connection), or a URL to make one. */
+  pool?: pg.Pool;
+  connectionString?: string;
+  /** @default 'fanout_events' */
+  channel?: string;
+  /** At most one progress notification per task per this many ms from this process. @default 100 */
+  coalesceMs?: number;
+  logger?: Logger;
+}
+
+interface Pending {
+  latest: TaskStateEvent | null;
+  timer: NodeJS.Timeout | null;
+}
+
+const settledOf = (e: TaskStateEvent) => e.counts.succeeded + e.counts.failed + e.counts.cancelled;
+
+const STATUS_RANK: Record<TaskStateEvent['counts']['status'], number> = {
+  queued: 0,
+  running: 1,
+  stopping: 2,
+  completed: 3,
+  failed: 3,
+  cancelled: 3,
+};
+
+/**
+ * True when `a` says more than `b` about the task: a later round, the ending of the round, or
+ * more items settled, more dispatched or a later status within it. Nothing is newer than the
+ * ending of the same round.
+ */
+export function isNewerState(a: TaskStateEvent, b: TaskStateEvent): boolean {
+  if (a.counts.round !== b.counts.round) return a.counts.round > b.counts.round;
+  if (isTerminalEvent(b)) return false;
+  if (isTerminalEvent(a)) return true;
+  if (settledOf(a) !== settledOf(b)) return settledOf(a) > settledOf(b);
+  if (a.counts.total !== b.counts.total) return a.counts.total > b.counts.total;
+  return STATUS_RANK[a.counts.status] > STATUS_RANK[b.counts.status];
+}
+
+/**
+ * Sends task events to every server instance with `SELECT pg_notify($1, $2)`: parameters only,
+ * on a connection of its own, after the business write committed, so a failed broadcast can
+ * never roll back or lose it. Progress is coalesced per task (the latest counts always win);
+ * terminal events are sent at once and never dropped. A payload too large for a NOTIFY is
+ * stored and the notification carries its id.
+ */
+export class TaskEventPublisher implements AsyncDisposable {
+  readonly channel: string;
+  readonly #pool: pg.Pool;
+  readonly #ownsPool: boolean;
+  readonly #coalesceMs: number;
+  readonly #logger: Logger | undefined;
+  readonly #pending = new Map<string, Pending>();
+  readonly #inFlight = new Set<Promise<void>>();
+  #tail: Promise<void> = Promise.resolve();
+  // Rounds whose ending was sent, per task: progress of that round arriving late (settles finish
+  // out of order) is stale and dropped.
+  readonly #ended = new Map<string, number>();
+  #sent = 0;
+
+  constructor(options: PublisherOptions) {
+    this.channel = assertChannel(options.channel ?? 'fanout_events');
+    if (options.pool) {
+      this.#pool = options.pool;
+      this.#ownsPool = false;
+    } else if (options.connectionString) {
+      this.#pool = new pg.Pool({ connectionString: options.connectionString, max: 2, application_name: 'fanout-publisher' });
+      this.#pool.on('error', (error) => this.#logger?.warn('publisher connection failed', { error: error.message }));
+      this.#ownsPool = true;
+    } else {
+      throw new Error('publisher: pass a pool or a connectionString');
+    }
+    this.#coalesceMs = options.coalesceMs ?? 100;
+    this.#logger = options.logger;
+  }
+
+  /** Notifications sent so far by this publisher. */
+  get sent(): number {
+    return this.#sent;
+  }
+
+  /** Queues an event. Never throws: a broadcast failure is logged, never passed on. */
+  publish(input: TaskEvent): void {
+    const parsed = taskEventSchema.safeParse(input);
+    if (!parsed.success) {
+      this.#logger?.error('refusing to publish a malformed task event', { error: parsed.error.message });
+      return;
+    }
+    const event = parsed.data;
+    if (!isStateEvent(event)) {
+      this.#send(event);
+      return;
+    }
+    if ((this.#ended.get(event.taskId) ?? 0) >= event.counts.round && !isTerminalEvent(event)) return;
+    let pending = this.#pending.get(event.taskId);
+    if (!pending) this.#pending.set(event.taskId, (pending = { latest: null, timer: null }));
+    if (isTerminalEvent(event)) {
+      // The ending carries the final counts: whatever progress was waiting is superseded.
+      if (pending.timer) clearTimeout(pending.timer);
+      this.#pending.delete(event.taskId);
+      if (this.#ended.size >= 10_000) this.#ended.clear();
+      this.#ended.set(event.taskId, event.counts.round);
+      this.#send(event);
+      return;
+    }
+    if (pending.latest && !isNewerState(event, pending.latest)) return;
+    pending.latest = event;
+    if (pending.timer) return; // within the window: the trailing send takes the latest
+    this.#flushTask(event.taskId);
+  }
+
+  #flushTask(taskId: string): void {
+    const pending = this.#pending.get(taskId);
+    if (!pending?.latest) {
+      this.#pending.delete(taskId);
+      return;
+    }
+    const event = pending.latest;
+    pending.latest = null;
+    this.#send(event);
+    pending.timer = setTimeout(() => {
+      pending.timer = null;
+      this.#flushTask(taskId);
+    }, this.#coalesceMs);
+    pending.timer.unref();
+  }
+
+  // One notification at a time, so listeners get a process's events in the order it published
+  // them (a live log reads top to bottom).
+  #send(event: TaskEvent): void {
+    const job = this.#tail
+      .then(() => this.#notify(event))
+      .catch((error: unknown) => {
+        this.#logger?.warn('task event broadcast failed', { taskId: event.taskId, type: event.type, error: (error as Error).message });
+      })
+      .finally(() => this.#inFlight.delete(job));
+    this.#tail = job;
+    this.#inFlight.add(job);
+  }
+
+  async #notify(event: TaskEvent): Promise<void> {
+    let wire: Wire = { v: 1, event };
+    let payload = JSON.stringify(wire);
+    if (Buffer.byteLength(payload, 'utf8') > MAX_NOTIFY_BYTES) {
+      const { rows } = await this.#pool.query<{ id: string }>(
+        'INSERT INTO fanout_event_payload (task_id, payload) VALUES ($1, $2) RETURNING id::text AS id',
+        [event.taskId, JSON.stringify(event)],
+      );
+      wire = { v: 1, ref: rows[0]!.id, taskId: event.taskId };
+      payload = JSON.stringify(wire);
+      // Old payloads are only needed by listeners that are minutes behind; drop them now and then.
+      if (Math.random() < 0.05) await this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`);
+    }
+    await this.#pool.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
+    this.#sent++;
+  }
+
+  /** Sends what is waiting (trailing progress included) and waits for it. */
+  async flush(): Promise<void> {
+    for (const [taskId, pending] of this.#pending) {
+      if (pending.timer) clearTimeout(pending.timer);
+      pending.timer = null;
+      if (pending.latest) this.#send(pending.latest);
+      this.#pending.delete(taskId);
+    }
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    if (this.#ownsPool) await this.#pool.end();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}

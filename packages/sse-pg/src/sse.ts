@@ -1,0 +1,134 @@
+import type { Context } from 'hono';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { isNewerState } from './publisher.ts';
+import { isStateEvent, isTerminalEvent, type TaskCounts, type TaskEvent, type TaskStateEvent } from './events.ts';
+import type { TaskEventSubscriber } from './subscriber.ts';
+
+/** What the handler needs to know of a task: its owner and its counters. */
+export interface TaskState extends TaskCounts {
+  id: string;
+  tenant: string | null;
+}
+
+export interface TaskEventsHandlerOptions {
+  subscriber: TaskEventSubscriber;
+  /** Reads the task's current state (null when it does not exist). */
+  loadTask(taskId: string): Promise<TaskState | null>;
+  /** May this request see this task? Asked before anything is streamed. */
+  authorize(c: Context, task: TaskState): boolean | Promise<boolean>;
+  /** Which route parameter holds the task id. @default 'id' */
+  param?: string;
+  /** Comment lines keep proxies from closing an idle stream. @default 15000 */
+  heartbeatMs?: number;
+  /** Answer for an unknown or forbidden task (the same, so ids cannot be probed). */
+  notFound?(c: Context): Response | Promise<Response>;
+}
+
+const STATE_EVENT: Record<TaskCounts['status'], TaskStateEvent['type']> = {
+  queued: 'task.progress',
+  running: 'task.progress',
+  stopping: 'task.progress',
+  completed: 'task.completed',
+  failed: 'task.failed',
+  cancelled: 'task.cancelled',
+};
+
+/**
+ * The id of a state event: its round and how many items were settled, or `end` for the ending.
+ * Ids only grow, so `Last-Event-ID` tells the handler what the client already has.
+ */
+export function stateEventId(event: TaskStateEvent): string {
+  const c = event.counts;
+  return isTerminalEvent(event) ? `${c.round}.end` : `${c.round}.${c.succeeded + c.failed + c.cancelled}.${c.total}`;
+}
+
+function parseEventId(id: string | undefined): { round: number; settled: number; total: number; end: boolean } | null {
+  const match = /^(\d+)\.(?:(end)|(\d+)\.(\d+))$/.exec(id ?? '');
+  if (!match) return null;
+  return { round: Number(match[1]), end: match[2] === 'end', settled: Number(match[3] ?? 0), total: Number(match[4] ?? 0) };
+}
+
+function stateEventOf(task: TaskState): TaskStateEvent {
+  const { id, tenant, ...counts } = task;
+  return { type: STATE_EVENT[task.status], taskId: id, tenant, at: Date.now(), counts };
+}
+
+/**
+ * A Hono handler streaming one task's events as Server-Sent Events. It first sends the task's
+ * current state, then live events; progress only ever moves forward, the ending is sent exactly
+ * once per round, and a reconnecting client (`Last-Event-ID`) gets neither a gap (it is sent the
+ * current state) nor a second ending. When the subscriber reconnects to Postgres (notifications
+ * sent meanwhile are lost) the handler re-reads the task's state.
+ */
+export function taskEventsHandler(options: TaskEventsHandlerOptions) {
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const param = options.param ?? 'id';
+  const notFound = options.notFound ?? ((c: Context) => c.json({ error: { code: 'not_found', message: 'task not found' } }, 404));
+
+  return async (c: Context): Promise<Response> => {
+    const taskId = c.req.param(param) ?? '';
+    const task = await options.loadTask(taskId);
+    if (!task || !(await options.authorize(c, task))) return notFound(c);
+
+    const last = parseEventId(c.req.header('last-event-id'));
+    return streamSSE(c, async (stream) => {
+      let latest: TaskStateEvent | null = null; // the newest state this client has
+      if (last) {
+        // What the client says it has, as a state to compare against.
+        latest = {
+          type: last.end ? 'task.completed' : 'task.progress',
+          taskId,
+          tenant: task.tenant,
+          at: 0,
+          counts: { ...task, round: last.round, succeeded: last.settled, failed: 0, cancelled: 0, total: last.total, status: last.end ? 'completed' : 'running', stopReason: null, dispatched: last.end },
+        };
+      }
+      const queue: TaskEvent[] = [];
+      let wake: (() => void) | null = null;
+      const push = (event: TaskEvent) => {
+        queue.push(event);
+        wake?.();
+      };
+      // Subscribe before reading the state, so nothing between the read and the subscription is lost.
+      const unsubscribe = options.subscriber.subscribe(taskId, push);
+      const offReconnect = options.subscriber.onReconnect(() => {
+        void options.loadTask(taskId).then((now) => now && push(stateEventOf(now)), () => {});
+      });
+      const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), heartbeatMs);
+      let closed = false;
+      const done = new Promise<void>((resolve) => {
+        stream.onAbort(() => {
+          closed = true;
+          resolve();
+          wake?.();
+        });
+      });
+      try {
+        push(stateEventOf((await options.loadTask(taskId)) ?? task));
+        while (!closed) {
+          while (queue.length > 0 && !closed) {
+            const event = queue.shift()!;
+            if (isStateEvent(event)) {
+              if (latest && !isNewerState(event, latest)) continue; // stale, or the ending again
+              latest = event;
+              await send(stream, event, stateEventId(event));
+            } else {
+              await send(stream, event);
+            }
+          }
+          if (closed) break;
+          await Promise.race([new Promise<void>((resolve) => (wake = resolve)), done]);
+          wake = null;
+        }
+      } finally {
+        clearInterval(heartbeat);
+        unsubscribe();
+        offReconnect();
+      }
+    });
+  };
+}
+
+async function send(stream: SSEStreamingApi, event: TaskEvent, id?: string): Promise<void> {
+  await stream.writeSSE(id === undefined ? { event: event.type, data: JSON.stringify(event) } : { event: event.type, data: JSON.stringify(event), id });
+}

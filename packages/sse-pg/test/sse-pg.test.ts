@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
+import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
+import { Hono } from 'hono';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationsDir, stateEventId, TaskEventPublisher, TaskEventSubscriber, taskEventsHandler, type TaskEvent, type TaskState } from '../src/index.ts';
+import { completed, counts, log, progress, sseReader } from './helpers.ts';
+
+async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 15_000, intervalMs = 10): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${message}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+let db: TestDatabase;
+let pool: pg.Pool;
+let publisher: TaskEventPublisher;
+let subscriber: TaskEventSubscriber;
+const warnings: string[] = [];
+const logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error: (m: string) => void warnings.push(m) };
+
+beforeAll(async () => {
+  db = await createTestDatabase({ migrations: [fanoutMigrations, migrationsDir] });
+  pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  publisher = new TaskEventPublisher({ pool, coalesceMs: 100, logger });
+  subscriber = new TaskEventSubscriber({ connectionString: db.url, livenessMs: 500, minBackoffMs: 20, logger });
+  await subscriber.start();
+});
+
+afterAll(async () => {
+  await subscriber?.close();
+  await publisher?.close();
+  await pool?.end();
+  await db?.drop();
+});
+
+function collect(taskId: string) {
+  const events: TaskEvent[] = [];
+  const off = subscriber.subscribe(taskId, (e) => events.push(e));
+  return { events, off };
+}
+
+describe('publisher and subscriber', () => {
+  it('delivers events across connections, text that looks like SQL included', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const evil = `'); DROP TABLE fanout_task; -- "quotes" and \\ backslashes`;
+    publisher.publish(log(taskId, evil));
+    await waitFor(() => events.length === 1, 'the log event');
+    expect(events[0]).toMatchObject({ type: 'item.log', message: evil });
+    const { rows } = await pool.query(`SELECT to_regclass('fanout_task') AS t`);
+    expect(rows[0].t).toBe('fanout_task');
+    off();
+  });
+
+  it('coalesces progress per task and never drops the ending', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const raw = new pg.Client({ connectionString: db.url });
+    await raw.connect();
+    let notifications = 0;
+    raw.on('notification', (m) => {
+      if (m.payload?.includes(taskId)) notifications++;
+    });
+    await raw.query('LISTEN fanout_events');
+    for (let settled = 1; settled <= 1000; settled++) publisher.publish(progress(taskId, settled, 1000));
+    publisher.publish(completed(taskId, 1000));
+    await waitFor(() => events.some((e) => e.type === 'task.completed'), 'the ending');
+    await publisher.flush();
+    expect(notifications).toBeLessThanOrEqual(5);
+    expect(events.at(-1)).toMatchObject({ type: 'task.completed', counts: { succeeded: 1000 } });
+    await raw.end();
+    off();
+  });
+
+  it('sends the latest counts after a burst, and ignores progress that is older', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    publisher.publish(progress(taskId, 10, 100));
+    publisher.publish(progress(taskId, 50, 100));
+    publisher.publish(progress(taskId, 30, 100)); // a settle that finished late
+    await waitFor(() => events.length === 2, 'leading and trailing progress');
+    expect(events.map((e) => ('counts' in e ? e.counts.succeeded : -1))).toEqual([10, 50]);
+    off();
+  });
+
+  it('delivers a 50 KB log line whole, through a stored payload', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const line = 'x'.repeat(50 * 1024) + ' — the end';
+    publisher.publish(log(taskId, line));
+    await waitFor(() => events.length === 1, 'the big log line');
+    expect(events[0]).toMatchObject({ type: 'item.log', message: line });
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM fanout_event_payload WHERE task_id = $1', [taskId]);
+    expect(rows[0].n).toBe(1);
+    off();
+  });
+
+  it('logs and skips notifications it cannot read, and keeps listening', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const before = warnings.length;
+    await pool.query('SELECT pg_notify($1, $2)', ['fanout_events', 'not json at all']);
+    await pool.query('SELECT pg_notify($1, $2)', ['fanout_events', JSON.stringify({ v: 1, event: { type: 'task.progress', taskId } })]);
+    await pool.query('SELECT pg_notify($1, $2)', ['fanout_events', JSON.stringify({ v: 2, anything: true })]);
+    publisher.publish(log(taskId, 'still here'));
+    await waitFor(() => events.length === 1, 'the valid event');
+    expect(warnings.length - before).toBe(3);
+    off();
+  });
+
+  it('reconnects after its connection is killed, and tells subscribers to catch up', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    let caughtUp = 0;
+    const offReconnect = subscriber.onReconnect(() => caughtUp++);
+    const connects = subscriber.connects;
+    const pid = subscriber.backendPid;
+    expect(pid).toBeTypeOf('number');
+    await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await waitFor(() => subscriber.connects > connects, 'a new connection');
+    expect(caughtUp).toBe(1);
+    expect(subscriber.backendPid).not.toBe(pid);
+    publisher.publish(log(taskId, 'after the reconnect'));
+    await waitFor(() => events.length === 1, 'an event after the reconnect');
+    off();
+    offReconnect();
+  });
+});
+
+describe('SSE handler', () => {
+  // The task states stand in for the app's task store: the handler only asks for a task's state.
+  const tasks = new Map<string, TaskState>();
+  const app = new Hono();
+  beforeAll(() => {
+    app.get(
+      '/tasks/:id/events',
+      taskEventsHandler({
+        subscriber,
+        loadTask: async (id) => tasks.get(id) ?? null,
+        authorize: (c, task) => c.req.header('x-tenant') === task.tenant,
+        heartbeatMs: 50,
+      }),
+    );
+  });
+
+  function newTask(settled: number, total: number, status: 'running' | 'completed' = 'running'): TaskState {
+    const task = { id: randomUUID(), tenant: 't1', ...counts(settled, total, status) };
+    tasks.set(task.id, task);
+    return task;
+  }
+
+  const open = (taskId: string, headers: Record<string, string> = {}) =>
+    app.request(`/tasks/${taskId}/events`, { headers: { 'x-tenant': 't1', ...headers } });
+
+  it('starts with the current state, then streams live events with heartbeats', async () => {
+    const task = newTask(3, 10);
+    const res = await open(task.id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const sse = sseReader(res.body!);
+    await waitFor(() => sse.messages.length === 1, 'the initial state');
+    expect(sse.messages[0]).toMatchObject({ event: 'task.progress', id: '1.3.10', data: { counts: { succeeded: 3 } } });
+    publisher.publish(progress(task.id, 7, 10));
+    publisher.publish(log(task.id, 'item 8 parsed'));
+    publisher.publish(completed(task.id, 10));
+    await waitFor(() => sse.messages.some((m) => m.event === 'task.completed'), 'the ending');
+    expect(sse.messages.map((m) => m.event)).toEqual(['task.progress', 'task.progress', 'item.log', 'task.completed']);
+    expect(sse.messages.at(-1)?.id).toBe('1.end');
+    await waitFor(() => sse.comments > 0, 'a heartbeat');
+    await sse.cancel();
+  });
+
+  it('a client that connects after the task finished gets the final state at once, and never twice', async () => {
+    const task = newTask(10, 10, 'completed');
+    const first = sseReader((await open(task.id)).body!);
+    await waitFor(() => first.messages.length === 1, 'the final state');
+    expect(first.messages[0]).toMatchObject({ event: 'task.completed', id: '1.end', data: { counts: { succeeded: 10, total: 10 } } });
+    await first.cancel();
+    // Reconnecting with the ending's id: no second ending.
+    const again = sseReader((await open(task.id, { 'last-event-id': '1.end' })).body!);
+    await waitFor(() => again.comments > 1, 'heartbeats on the resumed stream');
+    expect(again.messages).toEqual([]);
+    await again.cancel();
+  });
+
+  it('resumes after Last-Event-ID without repeating what the client has', async () => {
+    const task = newTask(4, 10);
+    const same = sseReader((await open(task.id, { 'last-event-id': stateEventId({ type: 'task.progress', taskId: task.id, tenant: 't1', at: 0, counts: counts(4, 10) }) })).body!);
+    publisher.publish(progress(task.id, 6, 10));
+    await waitFor(() => same.messages.length === 1, 'the next progress');
+    expect(same.messages[0]).toMatchObject({ id: '1.6.10' });
+    await same.cancel();
+  });
+
+  it('answers 404 for another tenant and for an unknown task, before streaming anything', async () => {
+    const task = newTask(1, 2);
+    const other = await open(task.id, { 'x-tenant': 'someone-else' });
+    expect(other.status).toBe(404);
+    expect(await other.json()).toEqual({ error: { code: 'not_found', message: 'task not found' } });
+    expect((await open(randomUUID())).status).toBe(404);
+  });
+
+  it('leaks nothing over 1,000 connect/disconnect cycles', async () => {
+    const task = newTask(1, 2);
+    const baseline = subscriber.listenerCount;
+    const gc = globalThis.gc;
+    expect(gc, 'tests run with --expose-gc').toBeTypeOf('function');
+    gc!();
+    const heapBefore = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 1000; i++) {
+      const sse = sseReader((await open(task.id)).body!);
+      await waitFor(() => sse.messages.length === 1, 'the initial state', 15_000, 1);
+      await sse.cancel();
+    }
+    await waitFor(() => subscriber.listenerCount === baseline, 'subscriptions released');
+    gc!();
+    const grownMb = (process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024;
+    expect(grownMb).toBeLessThan(20);
+  });
+});

@@ -8,3 +8,5 @@ export { stateEventId, taskEventsHandler } from './sse.ts';
 export type { TaskEventsHandlerOptions, TaskState } from './sse.ts';
 export { broadcastRuntimeEvents } from './bridge.ts';
 export { migrationsDir } from './paths.ts';
+export { collectEventStream } from './client.ts';
+export type { EventStreamMessage } from './client.ts';

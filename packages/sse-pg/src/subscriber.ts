@@ -6,6 +6,8 @@ export interface ListenerOptions {
   connectionString: string;
   /** @default 'fanout_events' */
   channel?: string;
+  /** The connection's application_name, to find it in pg_stat_activity. @default 'fanout-listener' */
+  applicationName?: string;
   /** First reconnect delay; doubled per failed try, with jitter. @default 100 */
   minBackoffMs?: number;
   /** @default 5000 */
@@ -45,6 +47,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
     this.#options = {
       connectionString: options.connectionString,
       channel: this.channel,
+      applicationName: options.applicationName ?? 'fanout-listener',
       minBackoffMs: options.minBackoffMs ?? 100,
       maxBackoffMs: options.maxBackoffMs ?? 5000,
       livenessMs: options.livenessMs ?? 10_000,
@@ -93,7 +96,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
 
   async #connect(): Promise<void> {
     for (let attempt = 0; !this.#closed; attempt++) {
-      const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: 'fanout-listener' });
+      const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: this.#options.applicationName });
       try {
         await client.connect();
         client.on('notification', (message) => {

@@ -4,39 +4,17 @@
 // ratioToRaw compares with raw pg-boss measured in the same run, since machines are noisy.
 // Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrationsDir } from '@fanout/prisma-adapter';
-import { applyMigrations, startPostgres, withDatabase } from '@fanout/testdb';
-import pg from 'pg';
 import { createAppRuntime } from '../src/db.ts';
 import { noop } from './noop.ts';
+import { benchServer } from './server.ts';
 
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number);
 const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
 
-let serverUrl = process.env.DATABASE_URL;
-let stopServer: (() => Promise<void>) | null = null;
-let dataDir: string | null = null;
-if (!serverUrl) {
-  dataDir = mkdtempSync(join(tmpdir(), 'fanout-bench-'));
-  const server = await startPostgres({ dataDir: join(dataDir, 'pg') });
-  serverUrl = server.url;
-  stopServer = () => server.stop();
-}
-
-async function freshDatabase(name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = withDatabase(serverUrl!, name);
-  await applyMigrations(url, [migrationsDir]);
-  return url;
-}
+const server = await benchServer();
+const freshDatabase = (name: string) => server.database(name, [migrationsDir]);
 
 function run(args: string[], waitReady = false) {
   const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', '--expose-gc', scenarioPath, ...args], {
@@ -111,6 +89,5 @@ try {
     print({ scenario: 'fanout_scaling', n: large, seconds: round(fanoutSeconds.get(large)!), timeRatio: round(fanoutSeconds.get(large)! / fanoutSeconds.get(small)!), sizeRatio: large / small });
   }
 } finally {
-  await stopServer?.();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await server.stop();
 }

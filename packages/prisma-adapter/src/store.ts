@@ -573,9 +573,11 @@ export class PrismaFanoutStore implements FanoutStore {
       WHERE name = ${name}::text AND holder = ${holder}::uuid`;
   }
 
-  async takeRateSlot(name: string, limit: number, intervalMs: number): Promise<number> {
+  async takeRateSlot(name: string, limit: number, intervalMs: number): Promise<{ takenAt: Date } | { waitMs: number }> {
     await this.#ensureSlots(name, limit);
-    const [row] = await this.#prisma.$queryRaw<{ taken: boolean; wait_ms: number }[]>`
+    // A slot is free again exactly `intervalMs` after its last take, so any window of that length
+    // holds at most `limit` takes.
+    const [row] = await this.#prisma.$queryRaw<{ taken_at: Date | null; wait_ms: number }[]>`
       WITH taken AS (
         UPDATE fanout_slot s SET holder = NULL, available_at = clock_timestamp() + ${intervalMs}::int * interval '1 millisecond'
         FROM (
@@ -584,12 +586,12 @@ export class PrismaFanoutStore implements FanoutStore {
           ORDER BY available_at LIMIT 1 FOR UPDATE SKIP LOCKED
         ) free
         WHERE s.name = free.name AND s.slot = free.slot
-        RETURNING s.slot
+        RETURNING s.available_at - ${intervalMs}::int * interval '1 millisecond' AS taken_at
       )
-      SELECT EXISTS (SELECT 1 FROM taken) AS taken,
+      SELECT (SELECT taken_at FROM taken) AS taken_at,
              GREATEST(1, ceil(EXTRACT(EPOCH FROM (
                (SELECT min(available_at) FROM fanout_slot WHERE name = ${name}::text AND slot < ${limit}::int) - clock_timestamp())) * 1000))::int AS wait_ms`;
-    return row!.taken ? 0 : row!.wait_ms;
+    return row!.taken_at ? { takenAt: row!.taken_at } : { waitMs: row!.wait_ms };
   }
 
   async slotHolders(name: string): Promise<number> {

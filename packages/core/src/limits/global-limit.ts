@@ -122,14 +122,14 @@ export class RateLimit {
     this.intervalMs = options.intervalMs;
   }
 
-  /** Waits until a call is allowed. */
-  async take(options: RunOptions = {}): Promise<void> {
+  /** Waits until a call is allowed; resolves with the moment (database clock) the slot was taken. */
+  async take(options: RunOptions = {}): Promise<Date> {
     for (;;) {
       if (options.signal?.aborted) throw abortError(options.signal);
-      const waitMs = await this.#store.takeRateSlot(this.name, this.limit, this.intervalMs);
-      if (waitMs === 0) return;
+      const taken = await this.#store.takeRateSlot(this.name, this.limit, this.intervalMs);
+      if ('takenAt' in taken) return taken.takenAt;
       // Wake a little after the slot frees, spread so waiters do not stampede.
-      await delay(Math.min(waitMs, this.intervalMs) + Math.random() * 20, options.signal);
+      await delay(Math.min(taken.waitMs, this.intervalMs) + Math.random() * 20, options.signal);
     }
   }
 

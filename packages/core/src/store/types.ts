@@ -311,10 +311,10 @@ export interface FanoutStore {
   releaseSlot(name: string, holder: string): Promise<void>;
   /**
    * Takes one of `limit` rate slots of `name`, each usable once per `intervalMs`: so never more
-   * than `limit` takes in any window of `intervalMs`. Returns 0 on success, otherwise the
-   * milliseconds until a slot frees.
+   * than `limit` takes in any window of `intervalMs`. Returns the database time of the take, or
+   * the milliseconds until a slot frees.
    */
-  takeRateSlot(name: string, limit: number, intervalMs: number): Promise<number>;
+  takeRateSlot(name: string, limit: number, intervalMs: number): Promise<{ takenAt: Date } | { waitMs: number }>;
   /** Holders of `name` right now (for tests and dashboards). */
   slotHolders(name: string): Promise<number>;
 }

@@ -510,9 +510,12 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
 
       it('allows at most `limit` takes per interval', async () => {
         const name = `rate_${randomUUID().slice(0, 8)}`;
-        const waits = await Promise.all(Array.from({ length: 8 }, () => store.takeRateSlot(name, 5, 60_000)));
-        expect(waits.filter((w) => w === 0)).toHaveLength(5);
-        expect(Math.min(...waits.filter((w) => w > 0))).toBeGreaterThan(50_000);
+        const takes = await Promise.all(Array.from({ length: 8 }, () => store.takeRateSlot(name, 5, 60_000)));
+        expect(takes.filter((t) => 'takenAt' in t)).toHaveLength(5);
+        // Racing takers may be told to look again at once (a slot was locked, not yet taken);
+        // once the takes settle, the wait is until the first slot frees.
+        const after = await store.takeRateSlot(name, 5, 60_000);
+        expect('waitMs' in after && after.waitMs).toBeGreaterThan(50_000);
       });
     });
   });

@@ -114,6 +114,21 @@ describe('publisher and subscriber', () => {
     off();
   });
 
+  it('a broadcast that fails is logged and never thrown at the caller', async () => {
+    const before = warnings.length;
+    // Nothing listens on this port: every NOTIFY fails.
+    const broken = new TaskEventPublisher({ connectionString: 'postgres://postgres:postgres@127.0.0.1:1/none', logger });
+    expect(() => broken.publish(completed(randomUUID(), 1))).not.toThrow();
+    await broken.close();
+    expect(warnings.slice(before).some((w) => w.includes('broadcast failed'))).toBe(true);
+  });
+
+  it('refuses to publish an event that does not match the schema', async () => {
+    const before = warnings.length;
+    publisher.publish({ type: 'task.progress', taskId: 'not-a-uuid' } as never);
+    expect(warnings.slice(before)).toEqual(['refusing to publish a malformed task event']);
+  });
+
   it('reconnects after its connection is killed, and tells subscribers to catch up', async () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);

@@ -1,14 +1,7 @@
 import { FanoutError } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
-import { testApp, waitFor } from './fixtures/harness.ts';
+import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
-type T = Awaited<ReturnType<typeof testApp>>;
-async function finished(t: T, taskId: string, timeoutMs = 60_000) {
-  return waitFor(async () => {
-    const task = await t.app.fanout.getTask(taskId);
-    return task && ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
-  }, { timeoutMs, message: `task ${taskId} finished` });
-}
 
 describe('task controls', () => {
   it('cancel: pending items are counted as cancelled and running ones are aborted on every process', async () => {

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fakeApi } from './fixtures/fake-http.ts';
-import { testApp, waitFor } from './fixtures/harness.ts';
+import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
-async function finished(t: Awaited<ReturnType<typeof testApp>>, taskId: string, timeoutMs = 60_000) {
-  return waitFor(async () => {
-    const task = await t.app.fanout.getTask(taskId);
-    return task && ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
-  }, { timeoutMs, message: `task ${taskId} finished` });
-}
 
 describe('delivery and retries', () => {
   it('the same child job delivered twice counts once', async () => {

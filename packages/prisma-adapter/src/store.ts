@@ -187,7 +187,7 @@ export class PrismaFanoutStore implements FanoutStore {
         // No lock up front, so pages of one task can be inserted side by side; the counter
         // update at the end re-checks the status under the row lock, and rolls the page back
         // if the task stopped meanwhile (a stop never sees this page's uncommitted items).
-        const [task] = await tx.$queryRaw<Pick<TaskRow, 'status'>[]>`SELECT status FROM fanout_task WHERE id = ${taskId}::uuid`;
+        const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind'>[]>`SELECT status, kind FROM fanout_task WHERE id = ${taskId}::uuid`;
         if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
         if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
 
@@ -205,13 +205,15 @@ export class PrismaFanoutStore implements FanoutStore {
           ON CONFLICT (task_id, key) DO NOTHING
           RETURNING id, status`;
         const failed = inserted.filter((row) => row.status === 'failed').length;
-        const [counted] = await tx.$queryRaw<Pick<TaskRow, 'kind'>[]>`
+        const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
+        if (pending.length > 0) await enqueue(executor(tx), pending);
+        // The counters last: the task row stays locked until the commit, and every settle of this
+        // task waits for that lock, so it is taken after the slow part (the jobs), not before.
+        const [counted] = await tx.$queryRaw<{ id: string }[]>`
           UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
           WHERE id = ${taskId}::uuid AND status = 'running'
-          RETURNING kind`;
+          RETURNING id`;
         if (!counted) throw new StoppedWhileInserting();
-        const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: counted.kind }));
-        if (pending.length > 0) await enqueue(executor(tx), pending);
         return { inserted: inserted.length, status: 'running' as const };
       });
     } catch (error) {

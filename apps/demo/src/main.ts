@@ -2,13 +2,13 @@
 // Uses DATABASE_URL when set, otherwise an embedded PostgreSQL kept in .data/demo.
 import { consoleLogger } from '@fanout/core';
 import { migrationsDir } from '@fanout/prisma-adapter';
-import { applyMigrations } from '@fanout/testdb';
+import { fileURLToPath } from 'node:url';
+import { applyMigrations, localDatabase } from '@fanout/testdb';
 import { createAppRuntime } from './db.ts';
 import { demoBatch } from './demo.ts';
-import { localDatabase } from './local-postgres.ts';
 
 const documents = Number(process.env.DEMO_DOCUMENTS ?? 2000);
-const db = await localDatabase('demo');
+const db = await localDatabase('demo', fileURLToPath(new URL('../../../.data/demo', import.meta.url)));
 await applyMigrations(db.url, [migrationsDir]);
 const app = createAppRuntime({
   databaseUrl: db.url,

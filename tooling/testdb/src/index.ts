@@ -6,3 +6,6 @@ export type { TestPostgres, TestDatabase, CreateTestDatabaseOptions } from './te
 export { applyMigrations, loadMigrations, MIGRATIONS_TABLE } from './migrations.ts';
 export type { Migration, MigrationSource } from './migrations.ts';
 export { quoteIdent, withDatabase } from './sql.ts';
+export { localDatabase } from './local.ts';
+export { startProcess, waitFor } from './process.ts';
+export type { PodProcess } from './process.ts';

@@ -1,0 +1,83 @@
+import { defineFanout, PermanentError } from '@fanout/core';
+import { z } from 'zod';
+import type { PrismaClient } from '../generated/prisma/client.ts';
+import type { FileStorage } from './library/storage.ts';
+import { pdfText } from './pdf/text.ts';
+import type { Extractor } from './extract/study.ts';
+
+export interface AslOptions {
+  prisma: PrismaClient;
+  storage: FileStorage;
+  extractor: Extractor;
+  /** LLM calls in flight across every worker process together. @default 5 */
+  llmConcurrency?: number;
+  /** LLM calls per minute across every worker process together; none when unset. */
+  llmPerMinute?: number;
+}
+
+export const aslInput = z.object({
+  documentIds: z.array(z.uuid({ error: 'must be a document id (a UUID)' })).min(1).max(10_000),
+});
+
+/** What the manager freezes for each paper, so a document deleted mid-run is still processed. */
+export const aslItem = z.object({
+  documentId: z.uuid(),
+  title: z.string().nullable(),
+  filename: z.string().nullable(),
+  storageKey: z.string().nullable(),
+});
+
+/**
+ * ASL tool 3: extract study data from a batch of papers, one child per paper. One bad PDF fails
+ * its own item only; the LLM never sees more than `llmConcurrency` calls from all pods together.
+ */
+export function aslExtract(options: AslOptions) {
+  const llmConcurrency = options.llmConcurrency ?? 5;
+  return defineFanout({
+    name: 'asl_extract',
+    input: aslInput,
+    item: aslItem,
+    result: z.object({ extractionId: z.uuid(), model: z.string(), fieldsFound: z.number().int() }),
+    options: { child: { retryDelaySeconds: 5 } },
+    async *listItems({ documentIds }, ctx) {
+      const unique = [...new Set(documentIds)];
+      for (let i = 0; i < unique.length; i += 500) {
+        const chunk = unique.slice(i, i + 500);
+        // Only the submitting tenant's documents; anything else is "not found", never another's file.
+        const docs = await options.prisma.kbDocument.findMany({ where: { id: { in: chunk }, owner: ctx.task.tenant ?? '' } });
+        const byId = new Map(docs.map((d) => [d.id, d]));
+        yield chunk.map((id) => {
+          const doc = byId.get(id);
+          return {
+            key: id,
+            snapshot: { documentId: id, title: doc?.title ?? null, filename: doc?.filename ?? null, storageKey: doc?.storageKey ?? null },
+          };
+        });
+      }
+    },
+    async runItem(doc, ctx) {
+      if (!doc.storageKey) throw new PermanentError(`document ${doc.documentId} is not in your library`, { code: 'document_not_found' });
+      const bytes = await options.storage.read(doc.storageKey);
+      if (!bytes) throw new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
+      const text = await pdfText(bytes);
+      ctx.log(`read ${doc.filename}: ${text.length} characters`);
+      const llm = ctx.limits.global('asl_llm', { limit: llmConcurrency });
+      const fields = await llm.run(
+        async () => {
+          if (options.llmPerMinute) await ctx.limits.rate('asl_llm_rpm', { limit: options.llmPerMinute, intervalMs: 60_000 }).take({ signal: ctx.signal });
+          return options.extractor.extract(text, { signal: ctx.signal });
+        },
+        { signal: ctx.signal },
+      );
+      // Keyed by item: a re-run (after a crash) replaces its own row.
+      const row = await options.prisma.aslExtraction.upsert({
+        where: { itemId: ctx.item.id },
+        create: { taskId: ctx.task.id, itemId: ctx.item.id, documentId: doc.documentId, filename: doc.filename ?? '', fields, model: options.extractor.model, promptVersion: options.extractor.promptVersion },
+        update: { fields, model: options.extractor.model, promptVersion: options.extractor.promptVersion },
+      });
+      return { extractionId: row.id, model: options.extractor.model, fieldsFound: Object.values(fields).filter((f) => f !== null).length };
+    },
+  });
+}
+
+export type AslDefinition = ReturnType<typeof aslExtract>;

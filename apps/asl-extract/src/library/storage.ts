@@ -1,0 +1,39 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+
+const KEY = /^[a-z0-9][a-z0-9/_.-]{0,200}$/i;
+
+/**
+ * The knowledge base's file storage: files on local disk under one root, addressed by storage
+ * key. Keys cannot leave the root.
+ */
+export class FileStorage {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  #path(key: string): string {
+    if (!KEY.test(key) || key.includes('..')) throw new Error(`storage key: "${key}" is not a valid key`);
+    const path = resolve(join(this.root, key));
+    if (!path.startsWith(this.root + sep)) throw new Error(`storage key: "${key}" leaves the storage root`);
+    return path;
+  }
+
+  async write(key: string, bytes: Uint8Array): Promise<void> {
+    const path = this.#path(key);
+    await mkdir(resolve(path, '..'), { recursive: true });
+    await writeFile(path, bytes);
+  }
+
+  /** The file's bytes, or null when it does not exist. */
+  async read(key: string): Promise<Uint8Array | null> {
+    try {
+      return new Uint8Array(await readFile(this.#path(key)));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { consoleLogger, createFanout, type Fanout, type Logger } from '@fanout/core';
+import { prismaFanoutStore } from '@fanout/prisma-adapter';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../generated/prisma/client.ts';
+import { aslExtract, type AslDefinition } from './definition.ts';
+import { OfflineExtractor } from './extract/offline.ts';
+import { OpenAiExtractor } from './extract/openai.ts';
+import type { Extractor } from './extract/study.ts';
+import { FileStorage } from './library/storage.ts';
+
+export interface AslConfig {
+  databaseUrl: string;
+  storageDir: string;
+  /** From ASL_LLM_BASE_URL / ASL_LLM_API_KEY / ASL_LLM_MODEL; the offline extractor when unset. */
+  llm?: { baseUrl: string; apiKey: string; model: string };
+  llmConcurrency?: number;
+  llmPerMinute?: number;
+  workerConcurrency?: number;
+  logger?: Logger;
+  /** Lease and sweep settings for tests. */
+  leaseMs?: number;
+  sweepMs?: number;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv, defaults: { databaseUrl?: string; storageDir: string }): AslConfig {
+  const databaseUrl = env.DATABASE_URL ?? defaults.databaseUrl;
+  if (!databaseUrl) throw new Error('DATABASE_URL is required');
+  const number = (name: string) => (env[name] ? Number(env[name]) : undefined);
+  const llm =
+    env.ASL_LLM_BASE_URL && env.ASL_LLM_MODEL
+      ? { baseUrl: env.ASL_LLM_BASE_URL, apiKey: env.ASL_LLM_API_KEY ?? '', model: env.ASL_LLM_MODEL }
+      : undefined;
+  return {
+    databaseUrl,
+    storageDir: env.ASL_STORAGE_DIR ?? defaults.storageDir,
+    ...(llm ? { llm } : {}),
+    ...(number('ASL_LLM_CONCURRENCY') ? { llmConcurrency: number('ASL_LLM_CONCURRENCY')! } : {}),
+    ...(number('ASL_LLM_PER_MINUTE') ? { llmPerMinute: number('ASL_LLM_PER_MINUTE')! } : {}),
+    ...(number('ASL_WORKER_CONCURRENCY') ? { workerConcurrency: number('ASL_WORKER_CONCURRENCY')! } : {}),
+    ...(number('FANOUT_LEASE_MS') ? { leaseMs: number('FANOUT_LEASE_MS')! } : {}),
+    ...(number('FANOUT_SWEEP_MS') ? { sweepMs: number('FANOUT_SWEEP_MS')! } : {}),
+  };
+}
+
+export interface AslRuntime extends AsyncDisposable {
+  prisma: PrismaClient;
+  fanout: Fanout;
+  storage: FileStorage;
+  definition: AslDefinition;
+  extractor: Extractor;
+  close(): Promise<void>;
+}
+
+export function createAslRuntime(config: AslConfig): AslRuntime {
+  const logger = config.logger ?? consoleLogger('warn');
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: config.databaseUrl, max: 10 }) });
+  const storage = new FileStorage(config.storageDir);
+  const extractor: Extractor = config.llm ? new OpenAiExtractor(config.llm) : new OfflineExtractor();
+  const definition = aslExtract({
+    prisma,
+    storage,
+    extractor,
+    ...(config.llmConcurrency ? { llmConcurrency: config.llmConcurrency } : {}),
+    ...(config.llmPerMinute ? { llmPerMinute: config.llmPerMinute } : {}),
+  });
+  const fanout = createFanout({
+    store: prismaFanoutStore(prisma),
+    boss: { connectionString: config.databaseUrl, max: 10 },
+    definitions: [definition],
+    logger,
+    worker: { concurrency: config.workerConcurrency ?? 10, ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}) },
+    ...(config.sweepMs ? { maintenance: { intervalMs: config.sweepMs } } : {}),
+  });
+  const close = async () => {
+    await fanout.stop();
+    await prisma.$disconnect();
+  };
+  return { prisma, fanout, storage, definition, extractor, close, [Symbol.asyncDispose]: close };
+}

@@ -8,7 +8,8 @@ import { extractText, getDocumentProxy } from 'unpdf';
 export async function pdfText(bytes: Uint8Array): Promise<string> {
   let pdf;
   try {
-    pdf = await getDocumentProxy(bytes, { verbosity: 0 });
+    // pdf.js takes over (detaches) the buffer it is given: hand it a copy.
+    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
   } catch (error) {
     const name = (error as Error)?.name;
     if (name === 'PasswordException') throw new PermanentError('the PDF is encrypted (password protected)', { code: 'encrypted_pdf', cause: error });

@@ -1,0 +1,175 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from '@fanout/testdb';
+import { describe, expect, it } from 'vitest';
+import { createSampleLibrary, sampleKind } from '../src/library/sample.ts';
+import { aslTest, type AslTest } from './harness.ts';
+
+async function submit(t: AslTest, documentIds: string[], token = 'token-a'): Promise<string> {
+  const res = await t.call('POST', '/tasks', { token, body: { input: { documentIds } } });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function ended(t: AslTest, id: string, timeoutMs = 90_000) {
+  return waitFor(
+    async () => {
+      const task = (await (await t.call('GET', `/tasks/${id}`)).json()) as { status: string; total: number; succeeded: number; failed: number; cancelled: number };
+      return ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
+    },
+    { timeoutMs, message: `task ${id} ended` },
+  );
+}
+
+describe('ASL extraction end to end (API and worker processes over HTTP)', () => {
+  it('a 200-document batch completes with exact counts, corrupt and encrypted PDFs failing alone', async () => {
+    await using t = await aslTest();
+    await t.api();
+    await t.workers(2);
+    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 200);
+    const bad = Array.from({ length: 200 }, (_, i) => sampleKind(i + 1)).filter((k) => k !== 'good').length;
+    expect(bad).toBe(12);
+
+    const id = await submit(t, ids);
+    // Exports wait for the end.
+    expect((await t.call('GET', `/tasks/${id}/results.json`)).status).toBe(409);
+    const task = await ended(t, id);
+    expect(task).toMatchObject({ status: 'completed', total: 200, succeeded: 188, failed: 12, cancelled: 0 });
+
+    const failed = (await (await t.call('GET', `/tasks/${id}/items?status=failed&limit=50`)).json()) as { items: { error: { code: string } }[] };
+    expect(failed.items.map((i) => i.error.code).sort()).toEqual([...Array(8).fill('corrupt_pdf'), ...Array(4).fill('encrypted_pdf')]);
+
+    const json = (await (await t.call('GET', `/tasks/${id}/results.json`)).json()) as { results: { status: string; fields: any; filename: string }[] };
+    expect(json.results).toHaveLength(200);
+    const first = json.results[0]!;
+    expect(first).toMatchObject({ filename: 'paper-0001.pdf', status: 'succeeded' });
+    expect(Object.keys(first.fields).sort()).toEqual(['comparator', 'intervention', 'population', 'primaryOutcome', 'sampleSize', 'studyDesign']);
+    expect(first.fields.sampleSize.value).toBeGreaterThan(0);
+
+    const csv = await t.call('GET', `/tasks/${id}/results.csv`);
+    expect(csv.headers.get('content-type')).toContain('text/csv');
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines).toHaveLength(201);
+    expect(lines[0]).toBe('document_id,filename,status,study_design,sample_size,population,intervention,comparator,primary_outcome,error_code,error,model,prompt_version');
+    expect(lines.filter((l) => l.includes(',failed,'))).toHaveLength(12);
+  });
+
+  it('an LLM answering 429 and 500 before succeeding: retried, and never more than 5 calls at once across 3 worker processes', async () => {
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const attempts = new Map<string, number>();
+    const llm = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', async () => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        await new Promise((r) => setTimeout(r, 40));
+        inFlight--;
+        const text: string = JSON.parse(raw).messages[1].content;
+        const paper = /paper \d+/.exec(text)?.[0] ?? 'unknown';
+        const n = (attempts.get(paper) ?? 0) + 1;
+        attempts.set(paper, n);
+        const number = Number(paper.split(' ')[1]);
+        if (n === 1 && number % 3 === 0) {
+          res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+          return res.end('{"error":"rate limited"}');
+        }
+        if (n === 1 && number % 3 === 1) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          return res.end('{"error":"overloaded"}');
+        }
+        const data = { studyDesign: { value: 'randomised controlled trial', span: { start: 0, end: 5, text: text.slice(0, 5) } }, sampleSize: null, population: null, intervention: null, comparator: null, primaryOutcome: null };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(data) } }] }));
+      });
+    });
+    await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
+    const llmUrl = `http://127.0.0.1:${(llm.address() as AddressInfo).port}/v1`;
+    try {
+      await using t = await aslTest();
+      await t.api();
+      await t.workers(3, { ASL_LLM_BASE_URL: llmUrl, ASL_LLM_API_KEY: 'sk-test', ASL_LLM_MODEL: 'fake-model', ASL_WORKER_CONCURRENCY: 10 });
+      // Papers 1..45 minus the unreadable ones (23: corrupt, 41: encrypted), which never reach the LLM.
+      const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 45);
+      const id = await submit(t, ids);
+      expect(await ended(t, id)).toMatchObject({ status: 'completed', total: 45, succeeded: 43, failed: 2 });
+      expect(maxInFlight).toBeLessThanOrEqual(5);
+      expect(maxInFlight).toBe(5); // strict, and the limit was reached
+      // Every readable paper was called twice when its first answer was 429 or 500, once otherwise.
+      for (const [paper, n] of attempts) expect(n, paper).toBe(Number(paper.split(' ')[1]) % 3 === 2 ? 1 : 2);
+      const rows = await t.rt.prisma.aslExtraction.findMany({ where: { taskId: id } });
+      expect(rows).toHaveLength(43);
+      expect(new Set(rows.map((r) => r.model))).toEqual(new Set(['fake-model']));
+    } finally {
+      llm.closeAllConnections();
+      await new Promise((r) => llm.close(r));
+    }
+  });
+
+  it('works from the snapshot when a document is deleted after submission; a missing file or a foreign document fails with a reason', async () => {
+    await using t = await aslTest();
+    await t.api();
+    const [kept, deleted, fileless] = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 3);
+    const [foreign] = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-b', 1, 100);
+    const row = await t.rt.prisma.kbDocument.findUniqueOrThrow({ where: { id: fileless! } });
+    await import('node:fs/promises').then((fs) => fs.rm(`${t.storageDir}/${row.storageKey}`));
+    const id = await submit(t, [kept!, deleted!, fileless!, foreign!]);
+    // The manager runs in a worker: snapshot first, then delete the library entry.
+    await t.workers(1);
+    await waitFor(async () => ((await (await t.call('GET', `/tasks/${id}`)).json()) as { dispatched: boolean }).dispatched, { message: 'dispatched' });
+    await t.rt.prisma.kbDocument.delete({ where: { id: deleted! } });
+    const task = await ended(t, id);
+    expect(task).toMatchObject({ total: 4, succeeded: 2, failed: 2 });
+    const items = (await (await t.call('GET', `/tasks/${id}/items`)).json()) as { items: { key: string; status: string; error: { code: string; message: string } | null }[] };
+    const byKey = new Map(items.items.map((i) => [i.key, i]));
+    expect(byKey.get(deleted!)?.status).toBe('succeeded');
+    expect(byKey.get(fileless!)?.error).toMatchObject({ code: 'missing_file', message: expect.stringContaining('is missing from storage') });
+    expect(byKey.get(foreign!)?.error).toMatchObject({ code: 'document_not_found', message: expect.stringContaining('is not in your library') });
+  });
+
+  it('keeps tenants apart on every route, events and exports included', async () => {
+    await using t = await aslTest();
+    await t.api();
+    await t.workers(1);
+    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 2);
+    const id = await submit(t, ids);
+    await ended(t, id);
+    for (const [method, path] of [
+      ['GET', `/tasks/${id}`],
+      ['GET', `/tasks/${id}/items`],
+      ['GET', `/tasks/${id}/events`],
+      ['POST', `/tasks/${id}/cancel`],
+      ['POST', `/tasks/${id}/retry-failed`],
+      ['GET', `/tasks/${id}/results.json`],
+      ['GET', `/tasks/${id}/results.csv`],
+    ] as const) {
+      const res = await t.call(method, path, { token: 'token-b' });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    }
+    const docs = (await (await t.call('GET', '/documents', { token: 'token-b' })).json()) as { documents: unknown[] };
+    expect(docs.documents).toEqual([]);
+    const tasks = (await (await t.call('GET', '/tasks', { token: 'token-b' })).json()) as { tasks: unknown[] };
+    expect(tasks.tasks).toEqual([]);
+  });
+
+  it('answers bad input with 400 naming the field and the rule', async () => {
+    await using t = await aslTest();
+    await t.api();
+    const cases: Array<[string, string, unknown, string]> = [
+      ['POST', '/tasks', { input: { documentIds: [] } }, 'body.input.documentIds'],
+      ['POST', '/tasks', { input: { documentIds: ['not-an-id'] } }, 'body.input.documentIds.0'],
+      ['POST', '/tasks', { input: {} }, 'body.input.documentIds'],
+      ['GET', '/tasks/not-an-id/results.csv', undefined, 'params.id'],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const res = await t.call(method, path, body === undefined ? {} : { body });
+      expect(res.status, `${method} ${path}`).toBe(400);
+      const error = ((await res.json()) as { error: { issues: { field: string; rule: string }[] } }).error;
+      expect(error.issues.map((i) => i.field)).toContain(field);
+    }
+    expect((await t.call('GET', '/documents?limit=0')).status).toBe(400);
+    expect((await t.call('GET', '/documents', { token: 'nope' })).status).toBe(401);
+  });
+});

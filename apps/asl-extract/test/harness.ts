@@ -16,6 +16,8 @@ export interface AslTest extends AsyncDisposable {
   storageDir: string;
   /** In-process access to the same database and files (no workers). */
   rt: AslRuntime;
+  /** The API process's base URL once started. */
+  readonly apiUrl: string | null;
   api(): Promise<PodProcess & { url: string }>;
   workers(count: number, env?: Record<string, string | number>): Promise<PodProcess[]>;
   call(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Response>;
@@ -34,6 +36,9 @@ export async function aslTest(): Promise<AslTest> {
     db,
     storageDir,
     rt,
+    get apiUrl() {
+      return apiUrl;
+    },
     async api() {
       const pod = await startProcess(apiPath, 'LISTENING', db.url, env);
       pods.push(pod);

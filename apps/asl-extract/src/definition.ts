@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { FileStorage } from './library/storage.ts';
 import { pdfText } from './pdf/text.ts';
-import type { Extractor } from './extract/study.ts';
+import { studyDataSchema, type Extractor } from './extract/study.ts';
 
 export interface AslOptions {
   prisma: PrismaClient;
@@ -12,7 +12,7 @@ export interface AslOptions {
   /** LLM calls in flight across every worker process together. @default 5 */
   llmConcurrency?: number;
   /** LLM calls per minute across every worker process together; none when unset. */
-  llmPerMinute?: number;
+  llmPerMinute?: number | null;
 }
 
 export const aslInput = z.object({
@@ -62,13 +62,15 @@ export function aslExtract(options: AslOptions) {
       const text = await pdfText(bytes);
       ctx.log(`read ${doc.filename}: ${text.length} characters`);
       const llm = ctx.limits.global('asl_llm', { limit: llmConcurrency });
-      const fields = await llm.run(
+      const extracted = await llm.run(
         async () => {
           if (options.llmPerMinute) await ctx.limits.rate('asl_llm_rpm', { limit: options.llmPerMinute, intervalMs: 60_000 }).take({ signal: ctx.signal });
           return options.extractor.extract(text, { signal: ctx.signal });
         },
         { signal: ctx.signal },
       );
+      // Whatever the extractor, only data of the study schema is stored.
+      const fields = studyDataSchema.parse(extracted);
       // Keyed by item: a re-run (after a crash) replaces its own row.
       const row = await options.prisma.aslExtraction.upsert({
         where: { itemId: ctx.item.id },

@@ -14,6 +14,7 @@ export interface AslConfig {
   /** From ASL_LLM_BASE_URL / ASL_LLM_API_KEY / ASL_LLM_MODEL; the offline extractor when unset. */
   llm?: { baseUrl: string; apiKey: string; model: string };
   llmConcurrency?: number;
+  /** @default 600 when an LLM is configured (ASL_LLM_PER_MINUTE), none for the offline extractor */
   llmPerMinute?: number;
   workerConcurrency?: number;
   logger?: Logger;
@@ -61,7 +62,7 @@ export function createAslRuntime(config: AslConfig): AslRuntime {
     storage,
     extractor,
     ...(config.llmConcurrency ? { llmConcurrency: config.llmConcurrency } : {}),
-    ...(config.llmPerMinute ? { llmPerMinute: config.llmPerMinute } : {}),
+    llmPerMinute: config.llmPerMinute ?? (config.llm ? 600 : null),
   });
   const fanout = createFanout({
     store: prismaFanoutStore(prisma),

@@ -98,6 +98,11 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       expect(maxInFlight).toBe(5); // strict, and the limit was reached
       // Every readable paper was called twice when its first answer was 429 or 500, once otherwise.
       for (const [paper, n] of attempts) expect(n, paper).toBe(Number(paper.split(' ')[1]) % 3 === 2 ? 1 : 2);
+      // Every call took a slot of the shared rate limit (600 a minute by default with an LLM).
+      const calls = [...attempts.values()].reduce((a, b) => a + b, 0);
+      const [taken] = await t.rt.prisma.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'asl_llm_rpm' AND available_at > now()`;
+      expect(taken!.n).toBe(calls);
       const rows = await t.rt.prisma.aslExtraction.findMany({ where: { taskId: id } });
       expect(rows).toHaveLength(43);
       expect(new Set(rows.map((r) => r.model))).toEqual(new Set(['fake-model']));

@@ -55,10 +55,6 @@ export class ChildRunner {
     });
   }
 
-  get inFlight(): number {
-    return this.#leases.size;
-  }
-
   async drain(): Promise<void> {
     await this.#buffer.idle();
     this.#leases.stop();

@@ -31,10 +31,6 @@ export class LeaseKeeper {
     this.#onError = options.onError;
   }
 
-  get size(): number {
-    return this.#held.size;
-  }
-
   track(itemId: string, token: string, taskId: string, abort: (why: AbortWhy) => void): void {
     this.#held.set(itemId, { token, taskId, abort });
     if (!this.#timer) {

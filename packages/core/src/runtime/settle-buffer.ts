@@ -48,7 +48,8 @@ export class SettleBuffer {
   async idle(): Promise<void> {
     while (this.#flushes.size > 0 || this.#queue.length > 0) {
       this.#schedule();
-      await Promise.race(this.#flushes);
+      // A flush may only be scheduled (it starts on the next tick): wait for that tick then.
+      await (this.#flushes.size > 0 ? Promise.race(this.#flushes) : new Promise<void>((resolve) => setImmediate(resolve)));
     }
   }
 

@@ -84,4 +84,21 @@ describe('task controls', () => {
     await expect(t.app.fanout.submit('nope', {})).rejects.toMatchObject({ code: 'unknown_definition' });
     expect((await t.app.fanout.listTasks({ limit: 10 })).rows).toHaveLength(0);
   });
+
+  it('the reconciler repairs drifted counters from the item rows and finishes a task they left stuck', async () => {
+    await using t = await testApp({ work: true });
+    const completed: string[] = [];
+    t.app.fanout.events.on('task.completed', (e) => void completed.push(e.id));
+    const task = await t.app.fanout.submit('test_batch', { count: 30 });
+    await finished(t, task.id);
+    // A manual edit (or a bug) leaves the task running with counters that lost ten items.
+    await t.app.prisma.$executeRaw`
+      UPDATE fanout_task SET status = 'running', completed_at = NULL, succeeded = 20 WHERE id = ${task.id}::uuid`;
+    const result = await t.app.fanout.reconcile(task.id);
+    expect(result.drift).toEqual([{ field: 'succeeded', was: 20, now: 30 }]);
+    expect(result.finished).toBe(true);
+    expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 30, total: 30 });
+    expect(completed.filter((id) => id === task.id)).toHaveLength(2); // once by its last child, once by the repair
+    await expect(t.app.fanout.reconcile('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({ code: 'not_found' });
+  });
 });

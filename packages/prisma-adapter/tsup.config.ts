@@ -1,10 +1,3 @@
-import { defineConfig } from 'tsup';
+import { library } from '../../tooling/tsup/library.ts';
 
-export default defineConfig({
-  entry: { index: 'src/index.ts' },
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-});
+export default library({ index: 'src/index.ts' });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyFanoutDefinition, Fanout, ItemRecord, Logger, TaskRecord } from '@fanout/core';
-import { taskEventsHandler, type TaskEventSubscriber } from '@fanout/sse-pg';
+import { taskEventsHandler, taskState, type TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { errorResponse, HttpError, validationError } from './errors.ts';
@@ -185,8 +185,7 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
       subscriber: options.subscriber,
       loadTask: async (id) => {
         const t = await fanout.getTask(id);
-        if (!t || t.kind !== definition.name) return null;
-        return { id: t.id, tenant: t.tenant, status: t.status, stopReason: t.stopReason, total: t.total, succeeded: t.succeeded, failed: t.failed, cancelled: t.cancelled, round: t.round, dispatched: t.dispatchedAt !== null };
+        return t && t.kind === definition.name ? taskState(t) : null;
       },
       authorize: (c, task) => task.tenant === (c as Context<Env>).get('principal').tenant,
       notFound: (c) => c.json({ error: { code: 'not_found', message: `task ${c.req.param('id')} not found` } }, 404),

@@ -4,7 +4,7 @@ export { isNewerState, TaskEventPublisher } from './publisher.ts';
 export type { PublisherOptions } from './publisher.ts';
 export { TaskEventSubscriber } from './subscriber.ts';
 export type { ListenerOptions, TaskEventListener } from './subscriber.ts';
-export { stateEventId, taskEventsHandler } from './sse.ts';
+export { stateEventId, taskEventsHandler, taskState } from './sse.ts';
 export type { TaskEventsHandlerOptions, TaskState } from './sse.ts';
 export { broadcastRuntimeEvents } from './bridge.ts';
 export { migrationsDir } from './paths.ts';

@@ -1,3 +1,4 @@
+import type { TaskRecord } from '@fanout/core';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { isNewerState } from './publisher.ts';
@@ -8,6 +9,22 @@ import type { TaskEventSubscriber } from './subscriber.ts';
 export interface TaskState extends TaskCounts {
   id: string;
   tenant: string | null;
+}
+
+/** A stored task (`fanout.getTask()`) as the handler needs it. */
+export function taskState(task: TaskRecord): TaskState {
+  return {
+    id: task.id,
+    tenant: task.tenant,
+    status: task.status,
+    stopReason: task.stopReason,
+    total: task.total,
+    succeeded: task.succeeded,
+    failed: task.failed,
+    cancelled: task.cancelled,
+    round: task.round,
+    dispatched: task.dispatchedAt !== null,
+  };
 }
 
 export interface TaskEventsHandlerOptions {

@@ -30,5 +30,5 @@ export type { WorkerSettings } from './runtime/context.ts';
 export type { MaintenanceSettings } from './runtime/maintenance.ts';
 export { consoleLogger, silentLogger } from './runtime/logger.ts';
 export type { Logger } from './runtime/logger.ts';
-export { isTerminalTaskStatus, TERMINAL_TASK_STATUSES } from './store/types.ts';
+export { isTerminalTaskStatus, taskCountsOf, TERMINAL_TASK_STATUSES } from './store/types.ts';
 export type * from './store/types.ts';

@@ -1,4 +1,4 @@
-import type { TaskRecord } from '@fanout/core';
+import { taskCountsOf, type TaskRecord } from '@fanout/core';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { isNewerState } from './publisher.ts';
@@ -13,18 +13,8 @@ export interface TaskState extends TaskCounts {
 
 /** A stored task (`fanout.getTask()`) as the handler needs it. */
 export function taskState(task: TaskRecord): TaskState {
-  return {
-    id: task.id,
-    tenant: task.tenant,
-    status: task.status,
-    stopReason: task.stopReason,
-    total: task.total,
-    succeeded: task.succeeded,
-    failed: task.failed,
-    cancelled: task.cancelled,
-    round: task.round,
-    dispatched: task.dispatchedAt !== null,
-  };
+  const { kind: _kind, ...state } = taskCountsOf(task);
+  return state;
 }
 
 export interface TaskEventsHandlerOptions {

@@ -7,6 +7,7 @@ import { FanoutEvents } from '../events/events.ts';
 import { GlobalLimit, RateLimit, type GlobalLimitOptions, type RateLimitOptions } from '../limits/global-limit.ts';
 import {
   isTerminalTaskStatus,
+  taskCountsOf,
   type FanoutStore,
   type ItemToEnqueue,
   type ListItemsQuery,
@@ -341,7 +342,7 @@ export class Fanout implements AsyncDisposable {
       (tx, items) => this.#enqueueChildren(tx, items),
       deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) },
     );
-    this.events.emit('task.progress', { ...toCounts(result.task), at: Date.now() });
+    this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;
   }
 
@@ -426,14 +427,14 @@ export class Fanout implements AsyncDisposable {
 
   #afterSettle(result: SettleResult): void {
     for (const task of result.tasks) {
-      this.events.emit('task.progress', { ...toCounts(task), at: Date.now() });
+      this.events.emit('task.progress', { ...taskCountsOf(task), at: Date.now() });
       this.#announceTask(task);
       if (task.overFailureLimit && task.status === 'running') {
         this.store
           .stopTask(task.id, 'failure_threshold', 'more items failed than the task tolerates')
           .then((stopped) => {
             if (!stopped) return;
-            this.events.emit('task.progress', { ...toCounts(stopped.task), at: Date.now() });
+            this.events.emit('task.progress', { ...taskCountsOf(stopped.task), at: Date.now() });
             this.#announceTask(stopped.task);
           })
           .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`));
@@ -444,7 +445,7 @@ export class Fanout implements AsyncDisposable {
   /** Emits the terminal event of a task this process finished, and runs its fan-in. */
   #announceTask(task: SettledTask): void {
     if (!task.finished) return;
-    const event = { ...toCounts(task), at: Date.now() };
+    const event = { ...taskCountsOf(task), at: Date.now() };
     if (task.status === 'completed') this.events.emit('task.completed', event);
     else if (task.status === 'failed') this.events.emit('task.failed', event);
     else if (task.status === 'cancelled') this.events.emit('task.cancelled', event);
@@ -459,22 +460,6 @@ export class Fanout implements AsyncDisposable {
     this.logger.error(`${context} failed`, errorFields(error));
     this.events.emit('error', { error, context });
   }
-}
-
-function toCounts(task: SettledTask | TaskRecord) {
-  return {
-    id: task.id,
-    kind: task.kind,
-    tenant: task.tenant,
-    status: task.status,
-    stopReason: task.stopReason,
-    total: task.total,
-    succeeded: task.succeeded,
-    failed: task.failed,
-    cancelled: task.cancelled,
-    round: task.round,
-    dispatched: 'dispatched' in task ? task.dispatched : task.dispatchedAt !== null,
-  };
 }
 
 /** Creates a runtime. Call `start()` on it. */

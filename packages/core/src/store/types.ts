@@ -61,6 +61,23 @@ export interface TaskCounts {
   dispatched: boolean;
 }
 
+/** The counters of a task record (or of a settle's result, which has them already). */
+export function taskCountsOf(task: TaskRecord | TaskCounts): TaskCounts {
+  return {
+    id: task.id,
+    kind: task.kind,
+    tenant: task.tenant,
+    status: task.status,
+    stopReason: task.stopReason,
+    total: task.total,
+    succeeded: task.succeeded,
+    failed: task.failed,
+    cancelled: task.cancelled,
+    round: task.round,
+    dispatched: 'dispatched' in task ? task.dispatched : task.dispatchedAt !== null,
+  };
+}
+
 export interface ItemRecord {
   id: string;
   taskId: string;

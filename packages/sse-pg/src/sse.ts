@@ -81,13 +81,23 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
     return streamSSE(c, async (stream) => {
       let latest: TaskStateEvent | null = null; // the newest state this client has
       if (last) {
-        // What the client says it has, as a state to compare against.
+        // What the client says it has, as a state to compare against (only the round, the
+        // settled count, the total and whether it was the ending matter to the comparison).
         latest = {
           type: last.end ? 'task.completed' : 'task.progress',
           taskId,
           tenant: task.tenant,
           at: 0,
-          counts: { ...task, round: last.round, succeeded: last.settled, failed: 0, cancelled: 0, total: last.total, status: last.end ? 'completed' : 'running', stopReason: null, dispatched: last.end },
+          counts: {
+            status: last.end ? 'completed' : 'running',
+            stopReason: null,
+            total: last.total,
+            succeeded: last.settled,
+            failed: 0,
+            cancelled: 0,
+            round: last.round,
+            dispatched: last.end,
+          },
         };
       }
       const queue: TaskEvent[] = [];

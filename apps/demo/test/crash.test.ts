@@ -58,4 +58,19 @@ describe('crashes', () => {
       SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' AND data->>'taskId' = ${task.id}`;
     expect(jobs!.n).toBe(1600);
   });
+
+  it('a large dispatch refreshes the planner statistics of the queue it fills', async () => {
+    await using t = await testApp({ work: true });
+    const task = await t.app.fanout.submit('test_batch', { count: 6000 });
+    await waitFor(async () => (await t.app.fanout.getTask(task.id))?.status === 'completed', { timeoutMs: 60_000, message: 'task completed' });
+    const queue = await t.app.fanout.boss.getQueue('test_batch_child');
+    await waitFor(
+      async () => {
+        const [row] = await t.app.prisma.$queryRaw<{ analyzed: boolean }[]>`
+          SELECT last_analyze IS NOT NULL AS analyzed FROM pg_stat_user_tables WHERE relname = ${queue!.table}`;
+        return row?.analyzed;
+      },
+      { timeoutMs: 20_000, message: 'the queue table analyzed' },
+    );
+  });
 });

@@ -29,5 +29,7 @@ export interface RuntimeContext {
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
   reportError(error: unknown, context: string): void;
+  /** Refreshes the planner statistics of a queue's job table; never throws. */
+  analyzeQueue(queue: string): Promise<void>;
   limits: LimitsAccess;
 }

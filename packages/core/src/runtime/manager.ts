@@ -89,6 +89,11 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
   let stopped = false;
   let failure: unknown = null;
   let seq = 0;
+  // A queue table that grew from nothing to many thousand jobs in seconds has planner
+  // statistics from when it was empty, and pg-boss's fetch then costs time in proportion to the
+  // queue (measured: 34 ms per fetch at 100,000 queued jobs, 4.6 ms after ANALYZE). Refresh them
+  // as the dispatch doubles, instead of waiting for autovacuum.
+  let analyzeAt = 5_000;
   for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
     signal.throwIfAborted();
     if (stopped || failure) break;
@@ -115,6 +120,10 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
       .finally(() => inFlight.delete(insert));
     inFlight.add(insert);
     if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
+    if (seq >= analyzeAt) {
+      analyzeAt *= 2;
+      await ctx.analyzeQueue(definition.childQueue);
+    }
   }
   await Promise.all(inFlight);
   if (failure) throw failure;

@@ -155,6 +155,7 @@ export class Fanout implements AsyncDisposable {
       announceTask: (task) => self.#announceTask(task),
       reportError: (error, context) => self.#reportError(error, context),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
+      analyzeQueue: (queue) => self.#analyzeQueue(queue),
     };
   }
 
@@ -453,6 +454,25 @@ export class Fanout implements AsyncDisposable {
       runFanIns(this.#ctx, task.id, [task.kind], this.#maintenance.fanInLeaseMs).catch((error) =>
         this.#reportError(error, `fan-in of task ${task.id}`),
       );
+    }
+  }
+
+  async #analyzeQueue(queue: string): Promise<void> {
+    try {
+      const info = await this.#boss.getQueue(queue);
+      if (!info) return;
+      const db = this.#boss.getDb();
+      // The table's schema is whichever holds it; the statement is built by format() with %I.
+      const { rows } = await db.executeSql(
+        `SELECT format('ANALYZE %I.%I', n.nspname, c.relname) AS sql
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.relname = $1 AND c.relkind IN ('r', 'p') LIMIT 1`,
+        [info.table],
+      );
+      if (rows[0]?.sql) await db.executeSql(rows[0].sql as string);
+    } catch (error) {
+      // Statistics are an optimisation: without the right (ownership), autovacuum gets there later.
+      this.logger.debug('could not analyze a queue table', { queue, ...errorFields(error) });
     }
   }
 

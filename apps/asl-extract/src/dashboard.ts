@@ -213,6 +213,13 @@ try {
   $('#who').textContent = 'signed in with a token';
 } catch (e) { showError(e.message); }
 setInterval(() => { for (const [id, e] of tasks) if (!['completed', 'failed', 'cancelled'].includes(e.view.status)) renderTask(id); }, 1000);
+// Tasks started elsewhere (another tab, the API) join the list within a few seconds.
+setInterval(async () => {
+  try {
+    const { tasks: list } = await (await api('/tasks?limit=20')).json();
+    list.filter((t) => !tasks.has(t.id)).reverse().forEach((t) => addTask(t, true));
+  } catch {}
+}, 3000);
 </script>
 </body>
 </html>`;

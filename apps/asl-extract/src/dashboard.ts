@@ -123,14 +123,19 @@ function applyState(id, counts) {
   renderTask(id);
 }
 
+// One stream per unfinished task (a browser allows only six connections per host): a finished
+// task is not followed, and its stream is closed at the ending; a retry follows it again.
+const FINISHED = ['completed', 'failed', 'cancelled'];
+function unfollow(id) { const entry = tasks.get(id); if (entry?.stream) { entry.stream.abort(); entry.stream = null; } }
 async function follow(id) {
   const entry = tasks.get(id);
-  if (entry.stream) return;
+  if (entry.stream || FINISHED.includes(entry.view.status)) return;
   const controller = new AbortController(); entry.stream = controller;
   let lastId = '';
   while (!controller.signal.aborted) {
     try {
       const res = await fetch(API + '/tasks/' + id + '/events', { headers: { authorization: 'Bearer ' + token, ...(lastId ? { 'last-event-id': lastId } : {}) }, signal: controller.signal });
+      if (!res.ok) { showError('live updates stopped: HTTP ' + res.status); entry.stream = null; return; }
       const reader = res.body.getReader(); const decoder = new TextDecoder(); let buffer = '';
       for (;;) {
         const { value, done } = await reader.read(); if (done) break;
@@ -148,7 +153,7 @@ async function follow(id) {
           const message = JSON.parse(data);
           if (message.counts) {
             applyState(id, message.counts);
-            if (event !== 'task.progress') refreshTask(id).then(() => loadFailures(id)).catch((e) => showError(e.message));
+            if (event !== 'task.progress') { unfollow(id); refreshTask(id).then(() => loadFailures(id)).catch((e) => showError(e.message)); }
           } else if (event === 'item.failed' && !message.willRetry) {
             loadFailures(id).catch(() => {});
           }
@@ -180,6 +185,7 @@ async function act(id, action) {
     await api('/tasks/' + id + '/' + action, { method: 'POST', body: '{}' });
     await refreshTask(id);
     await loadFailures(id);
+    follow(id); // a retried task runs again
   } catch (e) { showError(e.message); }
 }
 

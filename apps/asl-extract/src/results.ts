@@ -44,7 +44,7 @@ export async function taskResults(rt: AslRuntime, taskId: string): Promise<Resul
 const csvCell = (value: unknown): string => {
   const text = value === null || value === undefined ? '' : String(value);
   // Quote everything that needs it; a leading formula character is defused for spreadsheets.
-  const safe = /^[=+\-@]/.test(text) ? `'${text}` : text;
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
   return /[",\n\r]/.test(safe) || safe !== text ? `"${safe.replaceAll('"', '""')}"` : safe;
 };
 

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { collectEventStream } from '@fanout/sse-pg';
 import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { createSampleLibrary, sampleKind } from '../src/library/sample.ts';
@@ -176,5 +177,18 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
     }
     expect((await t.call('GET', '/documents?limit=0')).status).toBe(400);
     expect((await t.call('GET', '/documents', { token: 'nope' })).status).toBe(401);
+  });
+
+  it('a cancel made on the API process reaches the event stream', async () => {
+    await using t = await aslTest();
+    await t.api(); // no workers: the task stays queued until the cancel
+    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 3);
+    const id = await submit(t, ids);
+    const res = await t.call('GET', `/tasks/${id}/events`);
+    const sse = collectEventStream(res.body!);
+    await waitFor(() => sse.messages.length === 1, { message: 'the current state' });
+    expect((await t.call('POST', `/tasks/${id}/cancel`)).status).toBe(200);
+    await waitFor(() => sse.messages.some((m) => m.event === 'task.cancelled'), { timeoutMs: 10_000, message: 'the cancelled event' });
+    await sse.cancel();
   });
 });

@@ -169,6 +169,8 @@ describe('shared HTTP layer', () => {
       ['GET', '/tasks?limit=abc', {}, 'query.limit', 'invalid_type'],
       ['GET', '/tasks?status=done', {}, 'query.status', 'invalid_value'],
       ['GET', '/tasks?cursor=garbage', {}, 'cursor', 'invalid_argument'],
+      ['GET', `/tasks?cursor=${Buffer.from(JSON.stringify(['garbage', id])).toString('base64url')}`, {}, 'cursor', 'invalid_argument'],
+      ['GET', `/tasks/${id}/items?cursor=${Buffer.from(JSON.stringify([2 ** 40, id])).toString('base64url')}`, {}, 'cursor', 'invalid_argument'],
       ['GET', '/tasks/not-a-uuid', {}, 'params.id', 'invalid_format'],
       ['GET', `/tasks/${id}/items?status=nope`, {}, 'query.status', 'invalid_value'],
       ['GET', `/tasks/${id}/items?cursor=garbage`, {}, 'cursor', 'invalid_argument'],

@@ -125,7 +125,9 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
         await fn();
         checks[name] = 'ok';
       } catch (error) {
-        checks[name] = (error as Error).message;
+        // The reason goes to the log, not to whoever asks (it may name hosts or users).
+        checks[name] = 'failed';
+        options.logger?.warn('readiness check failed', { check: name, error: (error as Error).message });
       }
     };
     await check('database', () => fanout.store.getTask(randomUUID()));

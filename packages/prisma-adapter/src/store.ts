@@ -46,13 +46,17 @@ const RETRYABLE_CODES = new Set(['40P01', '40001']);
 
 function sqlStateOf(error: unknown): string | undefined {
   for (let e: any = error, depth = 0; e && depth < 5; e = e.cause, depth++) {
-    const code = e.code ?? e.meta?.code ?? e.originalCode ?? e.meta?.driverAdapterError?.cause?.originalCode;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    // Prisma wraps a failed raw query as P2010 and keeps PostgreSQL's SQLSTATE deeper down.
+    const candidates = [e.meta?.driverAdapterError?.cause?.originalCode, e.meta?.code, e.originalCode, e.code];
+    for (const code of candidates) {
+      if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('P')) return code;
+    }
     const message: unknown = e.message;
     if (typeof message === 'string') {
       if (message.includes('deadlock detected')) return '40P01';
       if (message.includes('could not serialize access')) return '40001';
     }
+    if (e.meta?.driverAdapterError?.cause) e = { cause: e.meta.driverAdapterError.cause };
   }
   return undefined;
 }
@@ -131,7 +135,7 @@ export class PrismaFanoutStore implements FanoutStore {
   async listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>> {
     const limit = Math.max(1, Math.min(500, query.limit));
     const cursor = query.cursor ? decodeCursor(query.cursor) : null;
-    if (query.cursor && (!cursor || typeof cursor[0] !== 'string' || !isUuid(cursor[1]))) {
+    if (query.cursor && (!cursor || typeof cursor[0] !== 'string' || Number.isNaN(Date.parse(cursor[0])) || !isUuid(cursor[1]))) {
       throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
     }
     const [afterAt, afterId] = cursor ? [new Date(cursor[0] as string), cursor[1] as string] : [null, null];
@@ -153,7 +157,7 @@ export class PrismaFanoutStore implements FanoutStore {
     if (!isUuid(taskId)) return { rows: [], nextCursor: null };
     const limit = Math.max(1, Math.min(1000, query.limit));
     const cursor = query.cursor ? decodeCursor(query.cursor) : null;
-    if (query.cursor && (!cursor || !Number.isInteger(cursor[0]) || !isUuid(cursor[1]))) {
+    if (query.cursor && (!cursor || !Number.isInteger(cursor[0]) || (cursor[0] as number) < 0 || (cursor[0] as number) > 2 ** 31 - 1 || !isUuid(cursor[1]))) {
       throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
     }
     const [afterSeq, afterId] = cursor ? [cursor[0] as number, cursor[1] as string] : [0, '00000000-0000-0000-0000-000000000000'];
@@ -335,6 +339,12 @@ export class PrismaFanoutStore implements FanoutStore {
   async releaseItems(releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {
     if (releases.length === 0) return [];
     return this.#transaction(async (tx) => {
+      // A stop takes the task row FOR UPDATE before it cancels pending items: share-locking the
+      // tasks first orders this release before or after it, never across it (a release that
+      // slipped in after the stop's cancel would leave a pending item nobody may claim).
+      await tx.$queryRaw`
+        SELECT 1 FROM fanout_task WHERE id IN (SELECT task_id FROM fanout_item WHERE id = ANY(${releases.map((r) => r.itemId)}::uuid[]))
+        ORDER BY id FOR KEY SHARE`;
       const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
         WITH released AS (
           UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.error::jsonb
@@ -380,14 +390,16 @@ export class PrismaFanoutStore implements FanoutStore {
           UPDATE fanout_task t SET
             stop_reason = COALESCE(t.stop_reason, ${reason}::text),
             error = COALESCE(t.error, ${error ?? null}::text),
-            dispatched_at = CASE WHEN t.status = 'queued' THEN now() ELSE t.dispatched_at END,
+            -- A queued task has no items yet; a failed manager will dispatch no more: either way
+            -- the dispatch is over and the total is final.
+            dispatched_at = CASE WHEN t.status = 'queued' OR ${reason}::text = 'manager_failed' THEN COALESCE(t.dispatched_at, now()) ELSE t.dispatched_at END,
             cancelled = t.cancelled + n.k,
             updated_at = now(),
             status = fanout_next_status('stopping', COALESCE(t.stop_reason, ${reason}::text),
-                                        t.status = 'queued' OR t.dispatched_at IS NOT NULL,
+                                        t.status = 'queued' OR ${reason}::text = 'manager_failed' OR t.dispatched_at IS NOT NULL,
                                         t.succeeded + t.failed + t.cancelled + n.k, t.total),
             completed_at = CASE WHEN fanout_next_status('stopping', COALESCE(t.stop_reason, ${reason}::text),
-                                        t.status = 'queued' OR t.dispatched_at IS NOT NULL,
+                                        t.status = 'queued' OR ${reason}::text = 'manager_failed' OR t.dispatched_at IS NOT NULL,
                                         t.succeeded + t.failed + t.cancelled + n.k, t.total) <> 'stopping'
                                 THEN now() ELSE t.completed_at END
           FROM n WHERE t.id = ${taskId}::uuid
@@ -435,6 +447,16 @@ export class PrismaFanoutStore implements FanoutStore {
           WHERE t.status IN ('running', 'stopping') AND i.status = 'running' AND i.lease_until < clock_timestamp()
           LIMIT ${limit}::int
           FOR UPDATE OF i SKIP LOCKED`;
+        if (lapsed.length === 0) return { requeued: 0, failed: { settled: [], tasks: [] } };
+        // Re-read the tasks' status under a share lock, for the same reason as in releaseItems.
+        const running = new Set(
+          (
+            await tx.$queryRaw<{ id: string }[]>`
+              SELECT id FROM fanout_task WHERE id = ANY(${[...new Set(lapsed.map((r) => r.task_id))]}::uuid[]) AND status = 'running'
+              ORDER BY id FOR KEY SHARE`
+          ).map((r) => r.id),
+        );
+        for (const r of lapsed) r.task_status = running.has(r.task_id) ? 'running' : 'stopped';
         const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
         const settle: Outcome[] = lapsed
           .filter((r) => !requeue.includes(r))

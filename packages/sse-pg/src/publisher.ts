@@ -18,6 +18,8 @@ interface Pending {
   timer: NodeJS.Timeout | null;
 }
 
+const MAX_BACKLOG = 10_000;
+
 const settledOf = (e: TaskStateEvent) => e.counts.succeeded + e.counts.failed + e.counts.cancelled;
 
 const STATUS_RANK: Record<TaskStateEvent['counts']['status'], number> = {
@@ -59,6 +61,7 @@ export class TaskEventPublisher implements AsyncDisposable {
   readonly #pending = new Map<string, Pending>();
   readonly #inFlight = new Set<Promise<void>>();
   #tail: Promise<void> = Promise.resolve();
+  #dropped = 0;
   // Rounds whose ending was sent, per task: progress of that round arriving late (settles finish
   // out of order) is stale and dropped.
   readonly #ended = new Map<string, number>();
@@ -70,7 +73,14 @@ export class TaskEventPublisher implements AsyncDisposable {
       this.#pool = options.pool;
       this.#ownsPool = false;
     } else if (options.connectionString) {
-      this.#pool = new pg.Pool({ connectionString: options.connectionString, max: 2, application_name: 'fanout-publisher' });
+      this.#pool = new pg.Pool({
+        connectionString: options.connectionString,
+        max: 2,
+        application_name: 'fanout-publisher',
+        // A hung broadcast must not hold the queue behind it for ever.
+        query_timeout: 10_000,
+        connectionTimeoutMillis: 10_000,
+      });
       this.#pool.on('error', (error) => this.#logger?.warn('publisher connection failed', { error: error.message }));
       this.#ownsPool = true;
     } else {
@@ -134,6 +144,13 @@ export class TaskEventPublisher implements AsyncDisposable {
   // One notification at a time, so listeners get a process's events in the order it published
   // them (a live log reads top to bottom).
   #send(event: TaskEvent): void {
+    // While the database is unreachable the backlog is bounded: logs and progress past the cap are
+    // dropped (a later state supersedes them); endings are always kept.
+    if (this.#inFlight.size >= MAX_BACKLOG && !isTerminalEvent(event)) {
+      this.#dropped++;
+      if (this.#dropped === 1 || this.#dropped % 1000 === 0) this.#logger?.warn('task event backlog full; dropping events', { dropped: this.#dropped });
+      return;
+    }
     const job = this.#tail
       .then(() => this.#notify(event))
       .catch((error: unknown) => {
@@ -154,11 +171,14 @@ export class TaskEventPublisher implements AsyncDisposable {
       );
       wire = { v: 1, ref: rows[0]!.id, taskId: event.taskId };
       payload = JSON.stringify(wire);
-      // Old payloads are only needed by listeners that are minutes behind; drop them now and then.
-      if (Math.random() < 0.05) await this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`);
     }
     await this.#pool.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
     this.#sent++;
+    if (wire && 'ref' in wire && Math.random() < 0.05) {
+      // Old payloads are only needed by listeners minutes behind; drop them now and then, after
+      // the notification and apart from it.
+      this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`).catch(() => {});
+    }
   }
 
   /** Sends what is waiting (trailing progress included) and waits for it. */

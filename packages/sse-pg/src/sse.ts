@@ -31,6 +31,9 @@ export interface TaskEventsHandlerOptions {
   notFound?(c: Context): Response | Promise<Response>;
 }
 
+/** Logs and item failures kept for a client that reads slower than they come. */
+const MAX_QUEUED = 1000;
+
 const STATE_EVENT: Record<TaskCounts['status'], TaskStateEvent['type']> = {
   queued: 'task.progress',
   running: 'task.progress',
@@ -100,9 +103,20 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
           },
         };
       }
+      // What waits for a slow client is bounded: states replace each other (only the newest
+      // matters), and past MAX_QUEUED logs and failures the oldest are dropped.
       const queue: TaskEvent[] = [];
+      let dropped = 0;
       let wake: (() => void) | null = null;
       const push = (event: TaskEvent) => {
+        if (isStateEvent(event)) {
+          const waiting = queue.findIndex(isStateEvent);
+          if (waiting >= 0 && !isTerminalEvent(queue[waiting]!)) queue.splice(waiting, 1);
+        } else if (queue.length >= MAX_QUEUED) {
+          const oldest = queue.findIndex((e) => !isStateEvent(e));
+          if (oldest >= 0) queue.splice(oldest, 1);
+          dropped++;
+        }
         queue.push(event);
         wake?.();
       };
@@ -124,6 +138,10 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
         push(stateEventOf((await options.loadTask(taskId)) ?? task));
         while (!closed) {
           while (queue.length > 0 && !closed) {
+            if (dropped > 0) {
+              await stream.write(`: ${dropped} log events dropped for a slow connection\n\n`);
+              dropped = 0;
+            }
             const event = queue.shift()!;
             if (isStateEvent(event)) {
               if (latest && !isNewerState(event, latest)) continue; // stale, or the ending again

@@ -40,6 +40,8 @@ export class TaskEventSubscriber implements AsyncDisposable {
   #liveness: NodeJS.Timeout | null = null;
   #closed = false;
   #connects = 0;
+  #connectedAt = 0;
+  #failures = 0;
   #ready!: Promise<void>;
 
   constructor(options: ListenerOptions) {
@@ -95,7 +97,12 @@ export class TaskEventSubscriber implements AsyncDisposable {
   }
 
   async #connect(): Promise<void> {
-    for (let attempt = 0; !this.#closed; attempt++) {
+    // A connection that dropped soon after it was made keeps the backoff growing, so a proxy
+    // that kills every connection at once does not get a tight reconnect loop.
+    const unstable = Date.now() - this.#connectedAt < 30_000;
+    this.#failures = unstable ? this.#failures + 1 : 0;
+    if (this.#failures > 0) await this.#pause(this.#failures - 1);
+    for (let attempt = this.#failures; !this.#closed; attempt++) {
       const client = new pg.Client({ connectionString: this.#options.connectionString, application_name: this.#options.applicationName });
       try {
         await client.connect();
@@ -111,6 +118,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
         }
         this.#client = client;
         this.#connects++;
+        this.#connectedAt = Date.now();
         this.#startLiveness(client);
         if (this.#connects > 1) {
           this.#logger?.info('task event listener reconnected', { channel: this.channel });
@@ -119,13 +127,19 @@ export class TaskEventSubscriber implements AsyncDisposable {
         return;
       } catch (error) {
         client.removeAllListeners();
+        client.on('error', () => {}); // a late socket error must not crash the process
         await client.end().catch(() => {});
-        const base = Math.min(this.#options.maxBackoffMs, this.#options.minBackoffMs * 2 ** Math.min(attempt, 16));
-        const wait = base / 2 + Math.random() * (base / 2);
-        this.#logger?.warn('task event listener cannot connect; retrying', { error: (error as Error).message, retryInMs: Math.round(wait) });
-        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        this.#logger?.warn('task event listener cannot connect; retrying', { error: (error as Error).message });
+        await this.#pause(attempt);
       }
     }
+  }
+
+  /** Capped exponential backoff with jitter. */
+  #pause(attempt: number): Promise<void> {
+    const base = Math.min(this.#options.maxBackoffMs, this.#options.minBackoffMs * 2 ** Math.min(attempt, 16));
+    const wait = base / 2 + Math.random() * (base / 2);
+    return new Promise((resolve) => setTimeout(resolve, wait).unref());
   }
 
   #startLiveness(client: pg.Client): void {

@@ -14,6 +14,8 @@ export interface GlobalLimitOptions {
   leaseMs?: number;
   /** Longest pause between two tries while waiting for a slot. @default 250 */
   maxPollMs?: number;
+  /** Called when a holder finds its slot's lease lapsed (it stalled longer than `leaseMs`). */
+  onLost?: (name: string) => void;
 }
 
 export interface RunOptions {
@@ -37,6 +39,7 @@ export class GlobalLimit {
   readonly leaseMs: number;
   readonly #maxPollMs: number;
   readonly #store: FanoutStore;
+  readonly #onLost: ((name: string) => void) | undefined;
 
   constructor(store: FanoutStore, name: string, options: GlobalLimitOptions) {
     assertQueueName(name, 'limit name');
@@ -48,6 +51,7 @@ export class GlobalLimit {
     this.limit = options.limit;
     this.leaseMs = options.leaseMs ?? 30_000;
     this.#maxPollMs = options.maxPollMs ?? 250;
+    this.#onLost = options.onLost;
   }
 
   /** Waits for a slot; returns a release function. Prefer {@link run}. */
@@ -58,14 +62,21 @@ export class GlobalLimit {
       if (await this.#store.acquireSlot(this.name, this.limit, holder, this.leaseMs)) break;
       await delay(backoff(attempt, this.#maxPollMs), options.signal);
     }
+    let released = false;
     // Renew while held, so a long call keeps its slot and a dead process loses it.
     const timer = setInterval(() => {
-      this.#store.renewSlot(this.name, holder, this.leaseMs).catch(() => {
-        // A failed renewal is retried at the next tick; the lease covers two missed ones.
-      });
+      this.#store
+        .renewSlot(this.name, holder, this.leaseMs)
+        .then((held) => {
+          // The lease lapsed (the process stalled longer than the lease) and the slot may have
+          // a new holder: the limit can be exceeded until this call ends. Say so.
+          if (!held && !released) this.#onLost?.(this.name);
+        })
+        .catch(() => {
+          // A failed renewal is retried at the next tick; the lease covers two missed ones.
+        });
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
     timer.unref();
-    let released = false;
     return {
       holder,
       release: async () => {

@@ -145,8 +145,24 @@ export class ChildRunner {
     } finally {
       jobSignal.removeEventListener('abort', onJobAbort);
       ctx.shutdown.removeEventListener('abort', onShutdown);
+    }
+    // The lease is renewed until the outcome is stored: a slow settle must not let it lapse.
+    try {
+      return await this.#record(item, token, base, outcome, release);
+    } finally {
       this.#leases.untrack(item.itemId);
     }
+  }
+
+  async #record(
+    item: ClaimedItem,
+    token: string,
+    base: ItemEventBase,
+    recorded: Outcome | null,
+    release: { error: ItemError; delayMs: number } | null,
+  ): Promise<string> {
+    const ctx = this.#ctx;
+    let outcome = recorded;
 
     if (release) {
       const released = await ctx.store.releaseItems(
@@ -161,8 +177,7 @@ export class ChildRunner {
       outcome = { itemId: item.itemId, token, status: 'cancelled' };
     }
     if (!outcome) return 'claim_lost';
-    const recorded = await this.#buffer.push(outcome);
-    if (!recorded) return 'claim_lost';
+    if (!(await this.#buffer.push(outcome))) return 'claim_lost';
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);

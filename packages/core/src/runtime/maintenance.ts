@@ -41,6 +41,12 @@ export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, 
     if (!result) continue;
     if (result.drift.length > 0) ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
+    // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
+    // requeue put back after the stop, so the task can end.
+    if (result.task.status === 'stopping') {
+      const stopped = await store.stopTask(taskId, result.task.stopReason ?? 'cancelled');
+      if (stopped) ctx.announceTask(stopped.task);
+    }
   }
 
   await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);

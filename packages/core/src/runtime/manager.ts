@@ -54,14 +54,19 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
   if (isTerminalTaskStatus(task.status) || task.dispatchedAt) return;
 
   const controller = new AbortController();
-  const onShutdown = () => controller.abort(ctx.shutdown.reason);
-  ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+  // Stop listing when the runtime shuts down or pg-boss gave up on this job (expired): another
+  // attempt will take over, and two managers must not dispatch side by side.
+  const onAbort = () => controller.abort(ctx.shutdown.aborted ? ctx.shutdown.reason : job.signal.reason);
+  ctx.shutdown.addEventListener('abort', onAbort, { once: true });
+  job.signal.addEventListener('abort', onAbort, { once: true });
   const finalAttempt = job.retryCount >= job.retryLimit;
   try {
     if (task.status === 'running') await dispatch(ctx, definition, task, controller.signal);
     const finished = await ctx.store.finishDispatch(taskId);
     if (finished) ctx.announceTask(finished);
   } catch (error) {
+    // A shutdown or an expiry is not the task's failure: the job is retried (on another process).
+    if (controller.signal.aborted) throw error;
     const classified = (definition.classify ?? defaultClassifier)(error);
     if (classified.kind === 'transient' && !finalAttempt) {
       ctx.logger.warn('manager failed, will retry', { taskId, attempt: job.retryCount + 1, ...errorFields(error) });
@@ -71,7 +76,8 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
     const stopped = await ctx.store.stopTask(taskId, 'manager_failed', `${classified.code}: ${classified.message}`);
     if (stopped) ctx.announceTask(stopped.task);
   } finally {
-    ctx.shutdown.removeEventListener('abort', onShutdown);
+    ctx.shutdown.removeEventListener('abort', onAbort);
+    job.signal.removeEventListener('abort', onAbort);
   }
 }
 

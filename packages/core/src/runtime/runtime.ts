@@ -367,7 +367,10 @@ export class Fanout implements AsyncDisposable {
   globalLimit(name: string, options: GlobalLimitOptions): GlobalLimit {
     const key = `global:${name}:${options.limit}:${options.leaseMs ?? ''}:${options.maxPollMs ?? ''}`;
     let limit = this.#limits.get(key) as GlobalLimit | undefined;
-    if (!limit) this.#limits.set(key, (limit = new GlobalLimit(this.store, name, options)));
+    if (!limit) {
+      const onLost = options.onLost ?? ((lost: string) => this.logger.warn('a global limit slot lapsed while held; the limit may be exceeded until the call ends', { limit: lost }));
+      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost })));
+    }
     return limit;
   }
 

@@ -357,6 +357,19 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await store.getTask(task.id))?.error).toBe('too late');
       });
 
+      it('ends the dispatch of a task whose manager failed, so the task can finish', async () => {
+        const task = await newTask();
+        await store.startDispatch(task.id);
+        const rec = recorder();
+        await store.insertItems(task.id, items(3), rec.enqueue);
+        const token = randomUUID();
+        await store.claimItems([rec.enqueued[0]!.id], token, LEASE);
+        const stop = await store.stopTask(task.id, 'manager_failed', 'listing failed');
+        expect(stop?.task).toMatchObject({ status: 'stopping', dispatched: true, cancelled: 2, total: 3 });
+        const last = await store.settleItems([outcome(rec.enqueued[0]!.id, token)]);
+        expect(last.tasks[0]).toMatchObject({ status: 'failed', stopReason: 'manager_failed', succeeded: 1, cancelled: 2, finished: true });
+      });
+
       it('leaves a finished task alone', async () => {
         const { task, ids } = await dispatched(1);
         const token = randomUUID();

@@ -83,4 +83,16 @@ describe('crashes', () => {
     expect(done.succeeded + done.failed + done.cancelled).toBe(done.total);
     expect(done.dispatchedAt).not.toBeNull();
   });
+
+  it('pending items whose jobs were lost get jobs again once the task goes quiet', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 2, FANOUT_RECONCILE_IDLE_MS: 500 });
+    const task = await t.app.fanout.submit('test_batch', { count: 30, item: { sleepMs: 100 } });
+    await waitFor(async () => (await t.app.fanout.getTask(task.id))?.dispatchedAt, { message: 'dispatched' });
+    // The queued jobs vanish (a database outage sent them to the dead-letter queue, say).
+    const deleted = await t.app.prisma.$executeRaw`DELETE FROM pgboss.job WHERE name = 'test_batch_child' AND state = 'created'`;
+    expect(deleted).toBeGreaterThan(10);
+    const done = await finished(t, task.id, 30_000);
+    expect(done).toMatchObject({ status: 'completed', total: 30, succeeded: 30, failed: 0 });
+  });
 });

@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { AnyFanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
 import type { FanoutEvents } from '../events/events.ts';
-import type { EnqueueItems, FanoutStore, SettleResult, SettledTask } from '../store/types.ts';
+import type { EnqueueItems, FanoutStore, SettleResult, SettledTask, TaskCounts } from '../store/types.ts';
 import type { Logger } from './logger.ts';
 
 export interface WorkerSettings {
@@ -29,6 +29,8 @@ export interface RuntimeContext {
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
   reportError(error: unknown, context: string): void;
+  /** Enqueues jobs again for a running task's pending items when none of its jobs is queued. */
+  requeueOrphans(task: TaskCounts): Promise<number>;
   /** Refreshes the planner statistics of a queue's job table; never throws. */
   analyzeQueue(queue: string): Promise<void>;
   limits: LimitsAccess;

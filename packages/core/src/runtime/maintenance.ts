@@ -16,7 +16,9 @@ export interface MaintenanceSettings {
  * - items whose holder died (lease lapsed) go back to pending with a fresh job, or count as
  *   failed when that was their last attempt;
  * - running tasks past their deadline stop;
- * - idle unfinished tasks are reconciled (counters recomputed, finished if all settled);
+ * - idle unfinished tasks are reconciled (counters recomputed, finished if all settled), their
+ *   pending items get jobs again when none is queued, and stray pending items of a stopping task
+ *   are cancelled;
  * - finished tasks whose fan-in hook has not run get it run.
  */
 export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
@@ -41,6 +43,9 @@ export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, 
     if (!result) continue;
     if (result.drift.length > 0) ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
+    // A running task that went quiet with pending items but no queued job (jobs dead-lettered
+    // during a database outage, or deleted by hand): give those items jobs again.
+    if (result.task.status === 'running' && result.task.dispatched) await ctx.requeueOrphans(result.task);
     // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
     // requeue put back after the stop, so the task can end.
     if (result.task.status === 'stopping') {

@@ -16,6 +16,7 @@ import {
   type SettleResult,
   type SettledTask,
   type SqlExecutor,
+  type TaskCounts,
   type TaskRecord,
 } from '../store/types.ts';
 import { ChildRunner, type ChildJobData } from './child-runner.ts';
@@ -156,6 +157,7 @@ export class Fanout implements AsyncDisposable {
       reportError: (error, context) => self.#reportError(error, context),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
+      requeueOrphans: (task) => self.#requeueOrphans(task),
     };
   }
 
@@ -458,6 +460,26 @@ export class Fanout implements AsyncDisposable {
         this.#reportError(error, `fan-in of task ${task.id}`),
       );
     }
+  }
+
+  async #requeueOrphans(task: TaskCounts): Promise<number> {
+    if (!this.#definitions.has(task.kind)) return 0;
+    const definition = this.definition(task.kind);
+    const queued = await this.#boss.findJobs(definition.childQueue, { data: { taskId: task.id }, queued: true, limit: 1 });
+    if (queued.length > 0) return 0; // the task is waiting its turn, not orphaned
+    let requeued = 0;
+    let cursor: string | null = null;
+    do {
+      const page = await this.store.listItems(task.id, { status: 'pending', limit: 500, cursor });
+      if (page.rows.length > 0) {
+        // A job too many is harmless (the claim decides); a job too few strands the item.
+        await this.#boss.insert(definition.childQueue, page.rows.map((item) => ({ data: { taskId: task.id, itemId: item.id } })));
+        requeued += page.rows.length;
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { taskId: task.id, requeued });
+    return requeued;
   }
 
   async #analyzeQueue(queue: string): Promise<void> {

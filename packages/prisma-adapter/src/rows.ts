@@ -1,4 +1,4 @@
-import type { ItemError, ItemRecord, SettledTask, StopReason, TaskCounts, TaskRecord, TaskStatus } from '@fanout/core';
+import { taskCountsOf, type ItemError, type ItemRecord, type SettledTask, type StopReason, type TaskCounts, type TaskRecord, type TaskStatus } from '@fanout/core';
 
 /** A `fanout_task` row as `SELECT *` returns it. */
 export interface TaskRow {
@@ -68,21 +68,7 @@ export function toTask(row: TaskRow): TaskRecord {
   };
 }
 
-export function toCounts(row: TaskRow): TaskCounts {
-  return {
-    id: row.id,
-    kind: row.kind,
-    tenant: row.tenant,
-    status: row.status as TaskStatus,
-    stopReason: row.stop_reason as StopReason | null,
-    total: row.total,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    cancelled: row.cancelled,
-    round: row.round,
-    dispatched: row.dispatched_at !== null,
-  };
-}
+export const toCounts = (row: TaskRow): TaskCounts => taskCountsOf(toTask(row));
 
 /**
  * Counters of a task a statement just updated. `finished` is exact: a statement that settles

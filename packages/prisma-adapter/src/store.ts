@@ -231,8 +231,11 @@ export class PrismaFanoutStore implements FanoutStore {
     const [row] = await this.#prisma.$queryRaw<TaskRow[]>`
       UPDATE fanout_task SET
         dispatched_at = now(), updated_at = now(),
-        status = fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total),
-        completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total) <> status
+        stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
+        status = fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total,
+                                    fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
+        completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total,
+                                    fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
                             THEN now() ELSE completed_at END
       WHERE id = ${taskId}::uuid AND dispatched_at IS NULL
       RETURNING *`;
@@ -324,10 +327,15 @@ export class PrismaFanoutStore implements FanoutStore {
       ), t AS (
         UPDATE fanout_task t SET
           succeeded = t.succeeded + c.s, failed = t.failed + c.f, cancelled = t.cancelled + c.x, updated_at = now(),
+          stop_reason = fanout_next_stop_reason(t.stop_reason,
+                          fanout_over_limit(t.failed + c.f, t.total, t.dispatched_at IS NOT NULL, t.max_failures, t.max_failure_ratio)),
           status = fanout_next_status(t.status, t.stop_reason, t.dispatched_at IS NOT NULL,
-                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total),
+                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total,
+                                      fanout_over_limit(t.failed + c.f, t.total, t.dispatched_at IS NOT NULL, t.max_failures, t.max_failure_ratio)),
           completed_at = CASE WHEN fanout_next_status(t.status, t.stop_reason, t.dispatched_at IS NOT NULL,
-                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total) <> t.status
+                                      t.succeeded + t.failed + t.cancelled + c.s + c.f + c.x, t.total,
+                                      fanout_over_limit(t.failed + c.f, t.total, t.dispatched_at IS NOT NULL, t.max_failures, t.max_failure_ratio))
+                                   IN ('completed', 'failed', 'cancelled')
                               THEN now() ELSE t.completed_at END
         FROM c WHERE t.id = c.task_id
         RETURNING t.*

@@ -63,7 +63,7 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
   try {
     if (task.status === 'running') await dispatch(ctx, definition, task, controller.signal);
     const finished = await ctx.store.finishDispatch(taskId);
-    if (finished) ctx.announceTask(finished);
+    if (finished) ctx.afterSettle({ settled: [], tasks: [finished] });
   } catch (error) {
     // A shutdown or an expiry is not the task's failure: the job is retried (on another process).
     if (controller.signal.aborted) throw error;

@@ -435,7 +435,9 @@ export class Fanout implements AsyncDisposable {
     for (const task of result.tasks) {
       this.events.emit('task.progress', { ...taskCountsOf(task), at: Date.now() });
       this.#announceTask(task);
-      if (task.overFailureLimit && task.status === 'running') {
+      // The statement that passed the tolerance already made the task `stopping`; the stop
+      // itself cancels (and counts) what is still pending. Idempotent, so later batches may repeat it.
+      if (task.overFailureLimit && task.status === 'stopping' && task.stopReason === 'failure_threshold') {
         this.store
           .stopTask(task.id, 'failure_threshold', 'more items failed than the task tolerates')
           .then((stopped) => {

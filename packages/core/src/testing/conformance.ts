@@ -297,6 +297,25 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(two.tasks[0]?.overFailureLimit).toBe(true);
       });
 
+      it('stops a task the moment it passes its tolerance, and ends it failed if that was the last item', async () => {
+        const { task, ids } = await dispatched(3, { maxFailures: 0 });
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        const first = await store.settleItems([outcome(ids[0]!, token, 'failed')]);
+        expect(first.tasks[0]).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold', overFailureLimit: true, finished: false });
+        await store.settleItems([outcome(ids[1]!, token)]);
+        const last = await store.settleItems([outcome(ids[2]!, token)]);
+        expect(last.tasks[0]).toMatchObject({ status: 'failed', stopReason: 'failure_threshold', succeeded: 2, failed: 1, finished: true });
+        expect((await store.getTask(task.id))?.completedAt).toBeInstanceOf(Date);
+      });
+
+      it('ends a task failed when its dispatch alone passed the tolerance', async () => {
+        const task = await newTask({ maxFailures: 0 });
+        await store.startDispatch(task.id);
+        await store.insertItems(task.id, [{ key: 'bad', seq: 1, snapshot: {}, error: { code: 'validation', message: 'x' } }], recorder().enqueue);
+        expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'failed', stopReason: 'failure_threshold', failed: 1, finished: true });
+      });
+
       it('reports a failure ratio only against the final total', async () => {
         const { ids } = await dispatched(4, { maxFailureRatio: 0.5 });
         const token = randomUUID();

@@ -95,4 +95,20 @@ describe('crashes', () => {
     const done = await finished(t, task.id, 30_000);
     expect(done).toMatchObject({ status: 'completed', total: 30, succeeded: 30, failed: 0 });
   });
+
+  it('a task whose manager job died for good is ended by the sweeper, not left undispatched', async () => {
+    await using t = await testApp(); // nothing works the manager queue here
+    const task = await t.app.fanout.submit('test_batch', { count: 10 });
+    // As if the manager's process crashed on its last attempt: the job failed, the task started.
+    await t.app.prisma.$executeRaw`UPDATE pgboss.job SET state = 'failed' WHERE name = 'test_batch_manager' AND id = ${task.id}::uuid`;
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET status = 'running', updated_at = now() - interval '10 minutes' WHERE id = ${task.id}::uuid`;
+    await t.app.fanout.sweep();
+    expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'failed', stopReason: 'manager_failed', total: 0 });
+
+    // A manager still queued (just waiting its turn) is left alone.
+    const waiting = await t.app.fanout.submit('test_batch', { count: 10 });
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${waiting.id}::uuid`;
+    await t.app.fanout.sweep();
+    expect(await t.app.fanout.getTask(waiting.id)).toMatchObject({ status: 'queued' });
+  });
 });

@@ -530,7 +530,7 @@ export class PrismaFanoutStore implements FanoutStore {
   async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {
     const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
       SELECT id FROM fanout_task
-      WHERE status IN ('running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
+      WHERE status IN ('queued', 'running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
       ORDER BY updated_at LIMIT ${limit}::int`;
     return rows.map((r) => r.id);
   }

@@ -29,6 +29,8 @@ export interface RuntimeContext {
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
   reportError(error: unknown, context: string): void;
+  /** Whether the task's manager job can still run (queued, active, or waiting for a retry). */
+  managerAlive(task: TaskCounts): Promise<boolean>;
   /** Enqueues jobs again for a running task's pending items when none of its jobs is queued. */
   requeueOrphans(task: TaskCounts): Promise<number>;
   /** Refreshes the planner statistics of a queue's job table; never throws. */

@@ -43,6 +43,13 @@ export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, 
     if (!result) continue;
     if (result.drift.length > 0) ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
+    // A task whose dispatch never ended and whose manager job is gone for good (its process
+    // crashed on the last attempt): what was dispatched runs, the rest never will.
+    if (!result.task.dispatched && (result.task.status === 'queued' || result.task.status === 'running') && !(await ctx.managerAlive(result.task))) {
+      const stopped = await store.stopTask(taskId, 'manager_failed', 'the manager job ended without finishing the dispatch');
+      if (stopped) ctx.announceTask(stopped.task);
+      continue;
+    }
     // A running task that went quiet with pending items but no queued job (jobs dead-lettered
     // during a database outage, or deleted by hand): give those items jobs again.
     if (result.task.status === 'running' && result.task.dispatched) await ctx.requeueOrphans(result.task);

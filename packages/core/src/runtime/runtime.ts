@@ -158,6 +158,7 @@ export class Fanout implements AsyncDisposable {
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
       requeueOrphans: (task) => self.#requeueOrphans(task),
+      managerAlive: (task) => self.#managerAlive(task),
     };
   }
 
@@ -462,6 +463,13 @@ export class Fanout implements AsyncDisposable {
         this.#reportError(error, `fan-in of task ${task.id}`),
       );
     }
+  }
+
+  async #managerAlive(task: TaskCounts): Promise<boolean> {
+    if (!this.#definitions.has(task.kind)) return true; // not ours to judge
+    // The manager job's id is the task's id.
+    const [job] = await this.#boss.findJobs(this.definition(task.kind).managerQueue, { id: task.id, limit: 1 });
+    return job !== undefined && (job.state === 'created' || job.state === 'retry' || job.state === 'active');
   }
 
   async #requeueOrphans(task: TaskCounts): Promise<number> {

@@ -308,7 +308,7 @@ export interface FanoutStore {
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
-  /** Tasks that may have drifted: not finished, and untouched for `idleMs`. */
+  /** Tasks that may need the sweeper: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**
    * Takes the fan-in of a finished task whose current round has not had it, under a lease.

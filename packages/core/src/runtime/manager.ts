@@ -100,37 +100,41 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
   // queue (measured: 34 ms per fetch at 100,000 queued jobs, 4.6 ms after ANALYZE). Refresh them
   // as the dispatch doubles, instead of waiting for autovacuum.
   let analyzeAt = 5_000;
-  for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
-    signal.throwIfAborted();
-    if (stopped || failure) break;
-    const items: NewItem[] = page.map((listed) => {
-      seq++;
-      if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
-        throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
+  try {
+    for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
+      signal.throwIfAborted();
+      if (stopped || failure) break;
+      const items: NewItem[] = page.map((listed) => {
+        seq++;
+        if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
+          throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
+        }
+        // A snapshot that does not match the item schema fails that item, not the task.
+        const parsed = definition.item.safeParse(listed.snapshot);
+        return parsed.success
+          ? { key: listed.key, seq, snapshot: parsed.data }
+          : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
+      });
+      const insert: Promise<void> = ctx.store
+        .insertItems(task.id, items, ctx.enqueueChildren)
+        .then((result) => {
+          // Stopped while dispatching: what is in stays, the rest is never sent.
+          if (result.status !== 'running') stopped = true;
+        })
+        .catch((error: unknown) => {
+          failure ??= error;
+        })
+        .finally(() => inFlight.delete(insert));
+      inFlight.add(insert);
+      if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
+      if (seq >= analyzeAt) {
+        analyzeAt *= 2;
+        await ctx.analyzeQueue(definition.childQueue);
       }
-      // A snapshot that does not match the item schema fails that item, not the task.
-      const parsed = definition.item.safeParse(listed.snapshot);
-      return parsed.success
-        ? { key: listed.key, seq, snapshot: parsed.data }
-        : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
-    });
-    const insert: Promise<void> = ctx.store
-      .insertItems(task.id, items, ctx.enqueueChildren)
-      .then((result) => {
-        // Stopped while dispatching: what is in stays, the rest is never sent.
-        if (result.status !== 'running') stopped = true;
-      })
-      .catch((error: unknown) => {
-        failure ??= error;
-      })
-      .finally(() => inFlight.delete(insert));
-    inFlight.add(insert);
-    if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
-    if (seq >= analyzeAt) {
-      analyzeAt *= 2;
-      await ctx.analyzeQueue(definition.childQueue);
     }
+  } finally {
+    // Pages already on their way finish (or roll back) before the manager reports anything.
+    await Promise.all(inFlight);
   }
-  await Promise.all(inFlight);
   if (failure) throw failure;
 }

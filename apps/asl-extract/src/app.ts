@@ -1,4 +1,4 @@
-import { HttpError, taskIdParams, taskRoutes, type Principal } from '@fanout/http';
+import { bearerAuth, errorResponse, HttpError, ownedTask, parseRequest, taskRoutes, type AuthEnv, type Principal } from '@fanout/http';
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
@@ -37,30 +37,16 @@ export function aslApp(rt: AslRuntime, options: { tokens: Map<string, string>; s
   });
 
   // App routes under the same prefix and the same rules (bearer token, tenant, JSON errors).
-  const extra = new Hono<{ Variables: { principal: Principal } }>();
-  const requireAuth = async (c: Context<{ Variables: { principal: Principal } }>, next: () => Promise<void>) => {
-    const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
-    const principal = token ? authenticate(token) : null;
-    if (!principal) return c.json({ error: { code: 'unauthorized', message: 'authorization: a valid bearer token is required' } }, 401);
-    c.set('principal', principal);
-    await next();
-  };
-  extra.onError((error, c) =>
-    error instanceof HttpError
-      ? c.json({ error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } }, error.status)
-      : c.json({ error: { code: 'internal', message: 'internal error' } }, 500),
-  );
+  const extra = new Hono<AuthEnv>();
+  const requireAuth = bearerAuth(authenticate);
+  extra.onError((error, c) => errorResponse(c, error, (message, data) => rt.fanout.logger.error(message, data)));
   extra.get('/documents', requireAuth, async (c) => {
-    const query = documentsQuery.safeParse(c.req.query());
-    if (!query.success) return c.json({ error: { code: 'invalid_request', message: `query: ${query.error.issues[0]?.message}` } }, 400);
-    const docs = await rt.prisma.kbDocument.findMany({ where: { owner: c.get('principal').tenant }, orderBy: [{ createdAt: 'asc' }, { filename: 'asc' }], take: query.data.limit });
+    const query = parseRequest(documentsQuery, c.req.query(), 'query');
+    const docs = await rt.prisma.kbDocument.findMany({ where: { owner: c.get('principal').tenant }, orderBy: [{ createdAt: 'asc' }, { filename: 'asc' }], take: query.limit });
     return c.json({ documents: docs.map((d) => ({ id: d.id, title: d.title, filename: d.filename, createdAt: d.createdAt.toISOString() })) });
   });
-  const results = async (c: Context<{ Variables: { principal: Principal } }>) => {
-    const params = taskIdParams.safeParse(c.req.param());
-    if (!params.success) throw new HttpError(400, 'invalid_request', 'params.id: must be a task id (a UUID)', [{ field: 'params.id', rule: 'invalid_format', message: 'must be a task id (a UUID)' }]);
-    const task = await rt.fanout.getTask(params.data.id);
-    if (!task || task.kind !== rt.definition.name || task.tenant !== c.get('principal').tenant) throw new HttpError(404, 'not_found', `task ${params.data.id} not found`);
+  const results = async (c: Context<AuthEnv>) => {
+    const task = await ownedTask(c, rt.fanout, rt.definition);
     const rows = await taskResults(rt, task.id);
     if (rows === 'not_finished') throw new HttpError(409, 'conflict', `task ${task.id} is ${task.status}; results are exported once it has finished`);
     return rows;

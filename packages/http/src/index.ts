@@ -1,5 +1,5 @@
-export { taskRoutes, taskView } from './routes.ts';
-export type { Principal, TaskRoutesOptions } from './routes.ts';
+export { bearerAuth, ownedTask, parseRequest, taskRoutes, taskView } from './routes.ts';
+export type { AuthEnv, Principal, TaskRoutesOptions } from './routes.ts';
 export { errorResponse, HttpError, STATUS_OF, validationError } from './errors.ts';
 export type { ErrorBody, Issue } from './errors.ts';
 export { openApiDocument } from './openapi.ts';

@@ -41,7 +41,9 @@ export interface TaskRoutesOptions {
   logger?: Logger;
 }
 
-type Env = { Variables: { principal: Principal } };
+/** The Hono environment of authenticated routes: `c.get('principal')`. */
+export type AuthEnv = { Variables: { principal: Principal } };
+type Env = AuthEnv;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -80,7 +82,8 @@ function itemView(item: ItemRecord) {
   };
 }
 
-function parse<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' | 'params'): z.output<T> {
+/** Validates a request part; a mistake is a 400 naming the field and the rule. */
+export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' | 'params'): z.output<T> {
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
   return result.data;
@@ -143,29 +146,21 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.json(openApiDocument({ title: options.title ?? `${definition.name} tasks`, basePath: options.basePath ?? '', routes: docs })));
 
   // -- authenticated ---------------------------------------------------------------------------
-  app.use('/tasks', authenticate(options));
-  app.use('/tasks/*', authenticate(options));
+  app.use('/tasks', bearerAuth(options.authenticate));
+  app.use('/tasks/*', bearerAuth(options.authenticate));
 
-  const ownTask = async (c: Context<Env>): Promise<TaskRecord> => {
-    const { id } = parse(taskIdParams, c.req.param(), 'params');
-    const task = await fanout.getTask(id);
-    // Another tenant's task is answered exactly like a missing one: ids cannot be probed.
-    if (!task || task.kind !== definition.name || task.tenant !== c.get('principal').tenant) {
-      throw new HttpError(404, 'not_found', `task ${id} not found`);
-    }
-    return task;
-  };
+  const ownTask = (c: Context<Env>) => ownedTask(c, fanout, definition);
 
   doc({ method: 'post', path: '/tasks', summary: 'Start a task', body: submitBody, responses: { 202: submittedSchema, 400: errorSchema, 401: errorSchema } });
   app.post('/tasks', async (c) => {
-    const body = parse(submitBody, await jsonBody(c), 'body');
+    const body = parseRequest(submitBody, await jsonBody(c), 'body');
     const task = await fanout.submit(definition, body.input, { ...body.options, tenant: c.get('principal').tenant });
     return c.json({ id: task.id, status: task.status }, 202);
   });
 
   doc({ method: 'get', path: '/tasks', summary: "The tenant's tasks, newest first", query: listTasksQuery, responses: { 200: taskPageSchema, 400: errorSchema, 401: errorSchema } });
   app.get('/tasks', async (c) => {
-    const query = parse(listTasksQuery, c.req.query(), 'query');
+    const query = parseRequest(listTasksQuery, c.req.query(), 'query');
     const page = await fanout.listTasks({ kind: definition.name, tenant: c.get('principal').tenant, limit: query.limit, cursor: query.cursor ?? null, ...(query.status ? { status: query.status } : {}) });
     return c.json({ tasks: page.rows.map(taskView), nextCursor: page.nextCursor });
   });
@@ -176,7 +171,7 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
   doc({ method: 'get', path: '/tasks/{id}/items', summary: "A task's items, in dispatch order, with failure reasons", params: taskIdParams, query: listItemsQuery, responses: { 200: itemPageSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema } });
   app.get('/tasks/:id/items', async (c) => {
     const task = await ownTask(c);
-    const query = parse(listItemsQuery, c.req.query(), 'query');
+    const query = parseRequest(listItemsQuery, c.req.query(), 'query');
     const page = await fanout.listItems(task.id, { limit: query.limit, cursor: query.cursor ?? null, ...(query.status ? { status: query.status } : {}) });
     return c.json({ items: page.rows.map(itemView), nextCursor: page.nextCursor });
   });
@@ -193,7 +188,7 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
       notFound: (c) => c.json({ error: { code: 'not_found', message: `task ${c.req.param('id')} not found` } }, 404),
     });
     app.get('/tasks/:id/events', (c) => {
-      parse(taskIdParams, c.req.param(), 'params');
+      parseRequest(taskIdParams, c.req.param(), 'params');
       return events(c);
     });
   }
@@ -208,7 +203,7 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
   doc({ method: 'post', path: '/tasks/{id}/retry-failed', summary: 'Re-run the failed items of a finished task', params: taskIdParams, body: retryFailedBody, responses: { 202: retriedSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema } });
   app.post('/tasks/:id/retry-failed', async (c) => {
     const task = await ownTask(c);
-    const body = parse(retryFailedBody, await jsonBody(c), 'body');
+    const body = parseRequest(retryFailedBody, await jsonBody(c), 'body');
     const result = await fanout.retryFailed(task.id, body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs });
     return c.json({ retried: result.retried, task: taskView(result.task) }, 202);
   });
@@ -216,12 +211,26 @@ export function taskRoutes(options: TaskRoutesOptions): Hono<Env> {
   return app;
 }
 
-function authenticate(options: TaskRoutesOptions) {
+/**
+ * The task of route parameter `id`, when it is of this definition and the caller's tenant.
+ * Another tenant's task is answered exactly like a missing one (404): ids cannot be probed.
+ */
+export async function ownedTask(c: Context<Env>, fanout: Fanout, definition: AnyFanoutDefinition): Promise<TaskRecord> {
+  const { id } = parseRequest(taskIdParams, c.req.param(), 'params');
+  const task = await fanout.getTask(id);
+  if (!task || task.kind !== definition.name || task.tenant !== c.get('principal').tenant) {
+    throw new HttpError(404, 'not_found', `task ${id} not found`);
+  }
+  return task;
+}
+
+/** Middleware: a bearer token resolved to its principal, or a 401. */
+export function bearerAuth(authenticate: TaskRoutesOptions['authenticate']) {
   return async (c: Context<Env>, next: () => Promise<void>) => {
     const header = c.req.header('authorization') ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw new HttpError(401, 'unauthorized', 'authorization: a bearer token is required (Authorization: Bearer <token>)');
-    const principal = await options.authenticate(match[1]!);
+    const principal = await authenticate(match[1]!);
     if (!principal) throw new HttpError(401, 'unauthorized', 'authorization: the token is not valid');
     c.set('principal', principal);
     await next();

@@ -289,10 +289,11 @@ export class PrismaFanoutStore implements FanoutStore {
   async renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
     if (held.length === 0) return [];
     const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
-      WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
+      WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+      h AS (SELECT ${held.map((h) => h.itemId)}::uuid[] AS ids, ${held.map((h) => h.token)}::uuid[] AS tokens)
       UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
-      FROM unnest(${held.map((h) => h.itemId)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS h(id, token), relaxed
-      WHERE i.id = ANY(${held.map((h) => h.itemId)}::uuid[]) AND i.id = h.id AND i.claim_token = h.token AND i.status = 'running'
+      FROM h, relaxed
+      WHERE i.id = ANY(h.ids) AND i.claim_token = h.tokens[array_position(h.ids, i.id)] AND i.status = 'running'
       RETURNING i.id`;
     return rows.map((r) => r.id);
   }
@@ -310,13 +311,14 @@ export class PrismaFanoutStore implements FanoutStore {
   async #settle(db: PrismaQueryable, outcomes: readonly Outcome[]): Promise<SettleResult> {
     const rows = await db.$queryRaw<SettleRow[]>`
       WITH v AS (
-        SELECT * FROM unnest(${outcomes.map((o) => o.itemId)}::uuid[], ${outcomes.map((o) => o.token)}::uuid[],
-                             ${outcomes.map((o) => o.status)}::text[], ${outcomes.map((o) => json(o.result))}::text[],
-                             ${outcomes.map((o) => json(o.error))}::text[]) AS v(id, token, status, result, error)
+        SELECT ${outcomes.map((o) => o.itemId)}::uuid[] AS ids, ${outcomes.map((o) => o.token)}::uuid[] AS tokens,
+               ${outcomes.map((o) => o.status)}::text[] AS statuses, ${outcomes.map((o) => json(o.result))}::text[] AS results,
+               ${outcomes.map((o) => json(o.error))}::text[] AS errors
       ), settled AS (
-        UPDATE fanout_item i SET status = v.status, result = v.result::jsonb, error = COALESCE(v.error::jsonb, i.error),
+        UPDATE fanout_item i SET status = v.statuses[array_position(v.ids, i.id)], result = v.results[array_position(v.ids, i.id)]::jsonb,
+          error = COALESCE(v.errors[array_position(v.ids, i.id)]::jsonb, i.error),
           finished_at = clock_timestamp(), claim_token = NULL, lease_until = NULL
-        FROM v WHERE i.id = ANY(${outcomes.map((o) => o.itemId)}::uuid[]) AND i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
+        FROM v WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
         RETURNING i.id, i.task_id, i.status
       ), c AS (
         SELECT task_id,
@@ -354,13 +356,15 @@ export class PrismaFanoutStore implements FanoutStore {
         SELECT 1 FROM fanout_task WHERE id IN (SELECT task_id FROM fanout_item WHERE id = ANY(${releases.map((r) => r.itemId)}::uuid[]))
         ORDER BY id FOR KEY SHARE`;
       const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
-        WITH released AS (
-          UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.error::jsonb
-          FROM unnest(${releases.map((r) => r.itemId)}::uuid[], ${releases.map((r) => r.token)}::uuid[],
-                      ${releases.map((r) => json(r.error))}::text[], ${releases.map((r) => Math.round(r.delayMs))}::int[]) AS v(id, token, error, delay_ms)
-          WHERE i.id = ANY(${releases.map((r) => r.itemId)}::uuid[]) AND i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
+        WITH v AS (
+          SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
+                 ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays
+        ), released AS (
+          UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.errors[array_position(v.ids, i.id)]::jsonb
+          FROM v
+          WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
             AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
-          RETURNING i.id, i.task_id, v.delay_ms
+          RETURNING i.id, i.task_id, v.delays[array_position(v.ids, i.id)] AS delay_ms
         )
         SELECT r.*, t.kind FROM released r JOIN fanout_task t ON t.id = r.task_id`;
       if (rows.length > 0) await enqueue(executor(tx), rows.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind, delayMs: r.delay_ms })));

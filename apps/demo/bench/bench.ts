@@ -4,6 +4,7 @@
 // ratioToRaw compares with raw pg-boss measured in the same run, since machines are noisy.
 // Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import pg from 'pg';
@@ -38,17 +39,45 @@ function run(args: string[], waitReady = false) {
   return { child, ready: waitReady ? ready : Promise.resolve(), result };
 }
 
+/** CPU seconds the whole machine spent busy so far (Linux `/proc/stat`), or null elsewhere. */
+function machineCpuSeconds(): number | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields as number[];
+    return (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
 const print = (line: Record<string, unknown>) => console.log(JSON.stringify(line));
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+function cpuDelta(before: number | null): number | null {
+  const after = machineCpuSeconds();
+  return before === null || after === null ? null : round(after - before);
+}
 
 const fanoutSeconds = new Map<number, number>();
 try {
   for (const n of sizes) {
     // Raw pg-boss: insert n no-op jobs, work them in batches of 100 with 4 workers.
     const rawUrl = await freshDatabase(`bench_raw_${n}`);
-    const raw = await run(['raw', rawUrl, String(n)]).result;
+    const rawRun = run(['raw', rawUrl, String(n)]);
+    const rawCpuBefore = machineCpuSeconds();
+    const raw = await rawRun.result;
     const rawPerSec = n / raw.seconds!;
-    print({ scenario: 'pgboss_raw', n, seconds: round(raw.seconds!), perSec: Math.round(rawPerSec), ratioToRaw: 1, peakRssMb: raw.peakRssMb, liveHeapMb: raw.liveHeapMb });
+    print({
+      scenario: 'pgboss_raw',
+      n,
+      seconds: round(raw.seconds!),
+      perSec: Math.round(rawPerSec),
+      ratioToRaw: 1,
+      peakRssMb: raw.peakRssMb,
+      liveHeapMb: raw.liveHeapMb,
+      // The whole machine includes the process's start-up; the worker's own is timed.
+      cpuSeconds: { machineWithStartup: cpuDelta(rawCpuBefore), worker: raw.cpuSeconds },
+    });
 
     // Fanout: one task of n no-op items; the manager and the children in their own processes,
     // children with the same batch size and worker count as raw.
@@ -62,6 +91,7 @@ try {
     // measured processes next to nothing.
     const watcher = new pg.Client({ connectionString: url });
     await watcher.connect();
+    const cpuBefore = machineCpuSeconds();
     const started = performance.now();
     const task = await api.fanout.submit(noop, { n });
     for (;;) {
@@ -70,6 +100,7 @@ try {
       await new Promise((r) => setTimeout(r, 20));
     }
     const seconds = (performance.now() - started) / 1000;
+    const machineCpu = cpuDelta(cpuBefore);
     await watcher.end();
     const finished = (await api.fanout.getTask(task.id))!;
     await api.close();
@@ -89,6 +120,9 @@ try {
       managerPeakRssMb: managerStats.peakRssMb,
       managerLiveHeapMb: managerStats.liveHeapMb,
       childrenLiveHeapMb: childStats.liveHeapMb,
+      // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the two
+      // processes) and each Fanout process.
+      cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds },
     });
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];

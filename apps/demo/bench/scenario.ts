@@ -2,6 +2,7 @@
 //   raw <url> <n>              insert n no-op jobs into a pg-boss queue and work them
 //   fanout-manager <url>       run Fanout managers only, until told to stop (SIGTERM)
 //   fanout-children <url>      run Fanout children only, until told to stop (SIGTERM)
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { PgBoss } from 'pg-boss';
 import { createAppRuntime } from '../src/db.ts';
 import { BATCH, noop, WORKERS } from './noop.ts';
@@ -9,19 +10,32 @@ import { BATCH, noop, WORKERS } from './noop.ts';
 const [mode, url, nArg] = process.argv.slice(2);
 if (!mode || !url) throw new Error('usage: scenario.ts <mode> <url> [n]');
 
-
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const peakRssMb = () => mb(process.resourceUsage().maxRSS * 1024);
+/** CPU seconds (user + system) this process spent since `from`. */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(from);
+  return Math.round((used.user + used.system) / 1e4) / 100;
+};
 
-// The live heap, sampled after a full collection: what the process keeps, not what the
-// collector has not got round to freeing yet (RSS mostly measures the latter).
+// The live heap: heap in use right after each full collection, i.e. what the process keeps and
+// not what the collector has not got round to freeing yet (RSS mostly measures the latter).
+// Full collections are observed as V8 makes them, plus one forced at the end of the run; forcing
+// them during the run would put the measurement's own cost in the figures.
 let peakLiveHeap = 0;
-const gc = (globalThis as { gc?: () => void }).gc;
-const sampler = setInterval(() => {
-  gc?.();
+const sampleLiveHeap = () => {
   peakLiveHeap = Math.max(peakLiveHeap, process.memoryUsage().heapUsed);
-}, 250);
-sampler.unref();
+};
+new PerformanceObserver((list) => {
+  if (list.getEntries().some((entry) => (entry.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) {
+    sampleLiveHeap();
+  }
+}).observe({ entryTypes: ['gc'] });
+const finalLiveHeapMb = () => {
+  (globalThis as { gc?: () => void }).gc?.();
+  sampleLiveHeap();
+  return mb(peakLiveHeap);
+};
 
 if (mode === 'raw') {
   const n = Number(nArg);
@@ -32,6 +46,7 @@ if (mode === 'raw') {
   let done = 0;
   const finished = Promise.withResolvers<void>();
   const started = performance.now();
+  const cpu = process.cpuUsage();
   for (let i = 0; i < n; i += 1000) {
     await boss.insert('bench_raw', Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ data: { i: i + j } })));
   }
@@ -41,8 +56,10 @@ if (mode === 'raw') {
   });
   await finished.promise;
   const seconds = (performance.now() - started) / 1000;
+  const cpuSeconds = cpuSince(cpu);
+  const liveHeapMb = finalLiveHeapMb();
   await boss.stop({ graceful: true });
-  console.log(JSON.stringify({ seconds, peakRssMb: peakRssMb(), liveHeapMb: mb(peakLiveHeap) }));
+  console.log(JSON.stringify({ seconds, cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
   process.exit(0);
 } else {
   const managers = mode === 'fanout-manager';
@@ -53,10 +70,14 @@ if (mode === 'raw') {
     worker: { concurrency: BATCH * WORKERS, batchSize: BATCH },
   });
   await app.fanout.start({ managers, children: !managers, maintenance: managers });
+  const cpu = process.cpuUsage();
   console.error(`READY ${mode}`);
   process.once('SIGTERM', async () => {
+    // CPU from ready to the end of the run (the bench signals right after the task completes).
+    const cpuSeconds = cpuSince(cpu);
+    const liveHeapMb = finalLiveHeapMb();
     await app.close();
-    console.log(JSON.stringify({ peakRssMb: peakRssMb(), liveHeapMb: mb(peakLiveHeap) }));
+    console.log(JSON.stringify({ cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
     process.exit(0);
   });
 }

@@ -1,6 +1,7 @@
 import { consoleLogger, createFanout, type Fanout, type Logger } from '@fanout/core';
 import { prismaFanoutStore } from '@fanout/prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { aslExtract, type AslDefinition } from './definition.ts';
 import { OfflineExtractor } from './extract/offline.ts';
@@ -54,7 +55,9 @@ export interface AslRuntime extends AsyncDisposable {
 
 export function createAslRuntime(config: AslConfig): AslRuntime {
   const logger = config.logger ?? consoleLogger('warn');
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: config.databaseUrl, max: 10 }) });
+  // One pool for Prisma and for the store's per-batch statements (see `prismaFanoutStore`'s `pool`).
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const storage = new FileStorage(config.storageDir);
   const extractor: Extractor = config.llm ? new OpenAiExtractor(config.llm) : new OfflineExtractor();
   const definition = aslExtract({
@@ -65,7 +68,7 @@ export function createAslRuntime(config: AslConfig): AslRuntime {
     llmPerMinute: config.llmPerMinute ?? (config.llm ? 600 : null),
   });
   const fanout = createFanout({
-    store: prismaFanoutStore(prisma),
+    store: prismaFanoutStore(prisma, { pool }),
     boss: { connectionString: config.databaseUrl, max: 10 },
     definitions: [definition],
     logger,
@@ -75,6 +78,7 @@ export function createAslRuntime(config: AslConfig): AslRuntime {
   const close = async () => {
     await fanout.stop();
     await prisma.$disconnect();
+    await pool.end();
   };
   return { prisma, fanout, storage, definition, extractor, close, [Symbol.asyncDispose]: close };
 }

@@ -1,6 +1,7 @@
 import { createFanout, type Fanout, type FanoutDefinition, type FanoutRuntimeOptions, type Logger } from '@fanout/core';
 import { prismaFanoutStore } from '@fanout/prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 
 export interface AppRuntime extends AsyncDisposable {
@@ -10,8 +11,8 @@ export interface AppRuntime extends AsyncDisposable {
 }
 
 /**
- * One process's database side: a Prisma client (pooled, through @prisma/adapter-pg), the Fanout
- * store over it, and a runtime whose pg-boss uses the same database.
+ * One process's database side: a Prisma client on a `pg` pool (through @prisma/adapter-pg), the
+ * Fanout store over both, and a runtime whose pg-boss uses the same database.
  */
 export function createAppRuntime(options: {
   databaseUrl: string;
@@ -24,9 +25,11 @@ export function createAppRuntime(options: {
   superviseIntervalSeconds?: number;
 }): AppRuntime {
   const poolSize = options.poolSize ?? 10;
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: options.databaseUrl, max: poolSize }) });
+  // One pool for Prisma and for the store's per-batch statements (see `prismaFanoutStore`'s `pool`).
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: poolSize });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const fanout = createFanout({
-    store: prismaFanoutStore(prisma),
+    store: prismaFanoutStore(prisma, { pool }),
     boss: {
       connectionString: options.databaseUrl,
       max: poolSize,
@@ -40,6 +43,7 @@ export function createAppRuntime(options: {
   const close = async () => {
     await fanout.stop();
     await prisma.$disconnect();
+    await pool.end();
   };
   return { prisma, fanout, close, [Symbol.asyncDispose]: close };
 }

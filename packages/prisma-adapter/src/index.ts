@@ -1,4 +1,4 @@
 export { prismaFanoutStore, PrismaFanoutStore } from './store.ts';
 export type { PrismaFanoutStoreOptions } from './store.ts';
-export type { PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
+export type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
 export { migrationsDir, schemaPath } from './paths.ts';

@@ -10,3 +10,8 @@ export interface PrismaQueryable {
 export interface PrismaClientLike extends PrismaQueryable {
   $transaction<R>(fn: (tx: any) => Promise<R>, options?: { maxWait?: number; timeout?: number }): Promise<R>;
 }
+
+/** The part of a `pg` Pool the store uses (`PrismaFanoutStoreOptions.pool`). */
+export interface PgPoolLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+}

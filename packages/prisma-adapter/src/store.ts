@@ -25,7 +25,7 @@ import {
   type SettledTask,
 } from '@fanout/core';
 import { decodeCursor, encodeCursor, isUuid, uuidv7 } from './ids.ts';
-import type { PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
+import type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
 import { toItem, toSettled, toTask, type ItemRow, type TaskRow } from './rows.ts';
 
 export interface PrismaFanoutStoreOptions {
@@ -34,6 +34,14 @@ export interface PrismaFanoutStoreOptions {
    * longest). @default { maxWait: 10000, timeout: 60000 }
    */
   transaction?: { maxWait?: number; timeout?: number };
+  /**
+   * The `pg` pool your Prisma client's adapter runs on (`new PrismaPg(pool)`). When given, the
+   * statements the store runs outside transactions (claims, settles and lease renewals above all,
+   * a few per batch of children) go straight through it, skipping Prisma's query pipeline: the
+   * same SQL on the same connections, for about a third less CPU in a worker process (measured
+   * with `pnpm bench`). Transactions always go through Prisma.
+   */
+  pool?: PgPoolLike;
 }
 
 type SettleRow = TaskRow & { settled_ids: string[] | null };
@@ -83,6 +91,17 @@ const json = (value: unknown): string | null => (value === undefined ? null : JS
 // in a database crash is harmless (the item is claimed again), and the durable settle that
 // follows flushes it anyway, since the WAL is written in order.
 
+/** Positional SQL text for a template (`$1`, `$2`, ...), built once per call site. */
+const textOf = new WeakMap<TemplateStringsArray, string>();
+function sqlText(strings: TemplateStringsArray): string {
+  let text = textOf.get(strings);
+  if (text === undefined) {
+    text = strings.reduce((acc, part, i) => `${acc}$${i}${part}`);
+    textOf.set(strings, text);
+  }
+  return text;
+}
+
 /** pg-boss's `db` option over a Prisma interactive transaction (pg-boss ships its SQL with parameters). */
 function executor(tx: PrismaQueryable): SqlExecutor {
   return {
@@ -99,11 +118,20 @@ function executor(tx: PrismaQueryable): SqlExecutor {
  */
 export class PrismaFanoutStore implements FanoutStore {
   readonly #prisma: PrismaClientLike;
+  /** Where statements outside transactions go: the pool when given, else Prisma. */
+  readonly #db: PrismaQueryable;
   readonly #tx: { maxWait: number; timeout: number };
   readonly #slotsReady = new Set<string>();
 
   constructor(prisma: PrismaClientLike, options: PrismaFanoutStoreOptions = {}) {
     this.#prisma = prisma;
+    const pool = options.pool;
+    this.#db = pool
+      ? {
+          $queryRaw: <T>(strings: TemplateStringsArray, ...values: unknown[]) => pool.query(sqlText(strings), values).then((r) => r.rows as T),
+          $queryRawUnsafe: <T>(text: string, ...values: unknown[]) => pool.query(text, values).then((r) => r.rows as T),
+        }
+      : prisma;
     this.#tx = { maxWait: options.transaction?.maxWait ?? 10_000, timeout: options.transaction?.timeout ?? 60_000 };
   }
 
@@ -128,7 +156,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async getTask(id: string): Promise<TaskRecord | null> {
     if (!isUuid(id)) return null;
-    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${id}::uuid`;
+    const [row] = await this.#db.$queryRaw<TaskRow[]>`SELECT * FROM fanout_task WHERE id = ${id}::uuid`;
     return row ? toTask(row) : null;
   }
 
@@ -140,7 +168,7 @@ export class PrismaFanoutStore implements FanoutStore {
     }
     const [afterAt, afterId] = cursor ? [new Date(cursor[0] as string), cursor[1] as string] : [null, null];
     const byTenant = query.tenant !== undefined;
-    const rows = await this.#prisma.$queryRaw<TaskRow[]>`
+    const rows = await this.#db.$queryRaw<TaskRow[]>`
       SELECT * FROM fanout_task
       WHERE (${query.kind ?? null}::text IS NULL OR kind = ${query.kind ?? null}::text)
         AND (${byTenant}::boolean = false OR tenant IS NOT DISTINCT FROM ${query.tenant ?? null}::text)
@@ -161,7 +189,7 @@ export class PrismaFanoutStore implements FanoutStore {
       throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
     }
     const [afterSeq, afterId] = cursor ? [cursor[0] as number, cursor[1] as string] : [0, '00000000-0000-0000-0000-000000000000'];
-    const rows = await this.#prisma.$queryRaw<ItemRow[]>`
+    const rows = await this.#db.$queryRaw<ItemRow[]>`
       SELECT id, task_id, seq, key, snapshot, status, attempts, result, error, round, started_at, finished_at
       FROM fanout_item
       WHERE task_id = ${taskId}::uuid AND (seq, id) > (${afterSeq}::int, ${afterId}::uuid)
@@ -177,7 +205,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async startDispatch(taskId: string): Promise<TaskRecord | null> {
     if (!isUuid(taskId)) return null;
-    const [started] = await this.#prisma.$queryRaw<TaskRow[]>`
+    const [started] = await this.#db.$queryRaw<TaskRow[]>`
       UPDATE fanout_task SET status = 'running', started_at = now(), updated_at = now()
       WHERE id = ${taskId}::uuid AND status = 'queued'
       RETURNING *`;
@@ -228,7 +256,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async finishDispatch(taskId: string): Promise<SettledTask | null> {
-    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`
+    const [row] = await this.#db.$queryRaw<TaskRow[]>`
       UPDATE fanout_task SET
         dispatched_at = now(), updated_at = now(),
         stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
@@ -251,7 +279,7 @@ export class PrismaFanoutStore implements FanoutStore {
     // Items are found by primary key only, and their task is checked per row by a subquery: a
     // join on task_id could lead the planner to walk every item of a large task.
     const rows = await retryOnConflict(
-      () => this.#prisma.$queryRaw<
+      () => this.#db.$queryRaw<
         { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number }[]
       >`
       WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
@@ -288,7 +316,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
     if (held.length === 0) return [];
-    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+    const rows = await this.#db.$queryRaw<{ id: string }[]>`
       WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
       h AS (SELECT ${held.map((h) => h.itemId)}::uuid[] AS ids, ${held.map((h) => h.token)}::uuid[] AS tokens)
       UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
@@ -300,7 +328,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async settleItems(outcomes: readonly Outcome[]): Promise<SettleResult> {
     if (outcomes.length === 0) return { settled: [], tasks: [] };
-    return retryOnConflict(() => this.#settle(this.#prisma, outcomes));
+    return retryOnConflict(() => this.#settle(this.#db, outcomes));
   }
 
   /**
@@ -375,7 +403,7 @@ export class PrismaFanoutStore implements FanoutStore {
   async stoppedTasks(taskIds: readonly string[]): Promise<string[]> {
     const ids = taskIds.filter(isUuid);
     if (ids.length === 0) return [];
-    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+    const rows = await this.#db.$queryRaw<{ id: string }[]>`
       SELECT id FROM fanout_task WHERE id = ANY(${ids}::uuid[]) AND status <> 'running'`;
     return rows.map((r) => r.id);
   }
@@ -496,7 +524,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async overdueTasks(limit: number): Promise<string[]> {
-    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+    const rows = await this.#db.$queryRaw<{ id: string }[]>`
       SELECT id FROM fanout_task WHERE status = 'running' AND deadline_at < now() ORDER BY deadline_at LIMIT ${limit}::int`;
     return rows.map((r) => r.id);
   }
@@ -532,7 +560,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {
-    const rows = await this.#prisma.$queryRaw<{ id: string }[]>`
+    const rows = await this.#db.$queryRaw<{ id: string }[]>`
       SELECT id FROM fanout_task
       WHERE status IN ('queued', 'running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
       ORDER BY updated_at LIMIT ${limit}::int`;
@@ -541,7 +569,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<TaskRecord | null> {
     if (taskId !== null && !isUuid(taskId)) return null;
-    const [row] = await this.#prisma.$queryRaw<TaskRow[]>`
+    const [row] = await this.#db.$queryRaw<TaskRow[]>`
       UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
       WHERE id = (
         SELECT id FROM fanout_task
@@ -555,13 +583,13 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async completeFanIn(taskId: string, round: number): Promise<void> {
-    await this.#prisma.$queryRaw`
+    await this.#db.$queryRaw`
       UPDATE fanout_task SET fanin_round = ${round}::int, fanin_lease_until = NULL
       WHERE id = ${taskId}::uuid AND fanin_round < ${round}::int`;
   }
 
   async releaseFanIn(taskId: string, retryInMs: number): Promise<void> {
-    await this.#prisma.$queryRaw`
+    await this.#db.$queryRaw`
       UPDATE fanout_task
       SET fanin_lease_until = CASE WHEN ${retryInMs}::int > 0 THEN clock_timestamp() + ${retryInMs}::int * interval '1 millisecond' END
       WHERE id = ${taskId}::uuid`;
@@ -572,7 +600,7 @@ export class PrismaFanoutStore implements FanoutStore {
   async #ensureSlots(name: string, limit: number): Promise<void> {
     const key = `${name}\u0000${limit}`;
     if (this.#slotsReady.has(key)) return;
-    await this.#prisma.$queryRaw`
+    await this.#db.$queryRaw`
       INSERT INTO fanout_slot (name, slot, available_at)
       SELECT ${name}::text, s, clock_timestamp() - interval '1 second' FROM generate_series(0, ${limit}::int - 1) AS s
       ON CONFLICT (name, slot) DO NOTHING`;
@@ -583,7 +611,7 @@ export class PrismaFanoutStore implements FanoutStore {
     await this.#ensureSlots(name, limit);
     // SKIP LOCKED lets racing takers pass each other; the row lock plus the re-checked
     // `available_at` condition means one slot row never has two holders.
-    const rows = await this.#prisma.$queryRaw<{ slot: number }[]>`
+    const rows = await this.#db.$queryRaw<{ slot: number }[]>`
       UPDATE fanout_slot s SET holder = ${holder}::uuid, available_at = clock_timestamp() + ${holdMs}::int * interval '1 millisecond'
       FROM (
         SELECT name, slot FROM fanout_slot
@@ -596,7 +624,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async renewSlot(name: string, holder: string, holdMs: number): Promise<boolean> {
-    const rows = await this.#prisma.$queryRaw<{ slot: number }[]>`
+    const rows = await this.#db.$queryRaw<{ slot: number }[]>`
       UPDATE fanout_slot SET available_at = clock_timestamp() + ${holdMs}::int * interval '1 millisecond'
       WHERE name = ${name}::text AND holder = ${holder}::uuid
       RETURNING slot`;
@@ -604,7 +632,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async releaseSlot(name: string, holder: string): Promise<void> {
-    await this.#prisma.$queryRaw`
+    await this.#db.$queryRaw`
       UPDATE fanout_slot SET holder = NULL, available_at = clock_timestamp()
       WHERE name = ${name}::text AND holder = ${holder}::uuid`;
   }
@@ -613,7 +641,7 @@ export class PrismaFanoutStore implements FanoutStore {
     await this.#ensureSlots(name, limit);
     // A slot is free again exactly `intervalMs` after its last take, so any window of that length
     // holds at most `limit` takes.
-    const [row] = await this.#prisma.$queryRaw<{ taken_at: Date | null; wait_ms: number }[]>`
+    const [row] = await this.#db.$queryRaw<{ taken_at: Date | null; wait_ms: number }[]>`
       WITH taken AS (
         UPDATE fanout_slot s SET holder = NULL, available_at = clock_timestamp() + ${intervalMs}::int * interval '1 millisecond'
         FROM (
@@ -631,7 +659,7 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async slotHolders(name: string): Promise<number> {
-    const [row] = await this.#prisma.$queryRaw<{ n: number }[]>`
+    const [row] = await this.#db.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM fanout_slot WHERE name = ${name}::text AND holder IS NOT NULL AND available_at > clock_timestamp()`;
     return row?.n ?? 0;
   }

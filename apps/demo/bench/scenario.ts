@@ -27,7 +27,7 @@ const sampleLiveHeap = () => {
   peakLiveHeap = Math.max(peakLiveHeap, process.memoryUsage().heapUsed);
 };
 new PerformanceObserver((list) => {
-  if (list.getEntries().some((entry) => (entry.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) {
+  if (list.getEntries().some((entry) => (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) {
     sampleLiveHeap();
   }
 }).observe({ entryTypes: ['gc'] });

@@ -11,7 +11,14 @@ export interface PrismaClientLike extends PrismaQueryable {
   $transaction<R>(fn: (tx: any) => Promise<R>, options?: { maxWait?: number; timeout?: number }): Promise<R>;
 }
 
+/** The part of a `pg` pool client the store uses. */
+export interface PgClientLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  release(error?: Error): void;
+}
+
 /** The part of a `pg` Pool the store uses (`PrismaFanoutStoreOptions.pool`). */
 export interface PgPoolLike {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  connect(): Promise<PgClientLike>;
 }

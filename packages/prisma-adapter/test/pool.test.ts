@@ -1,0 +1,48 @@
+import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationsDir } from '../src/index.ts';
+import { poolTransaction } from '../src/pool.ts';
+
+// The transactions the store runs on a `pg` pool (`PrismaFanoutStoreOptions.pool`) keep the
+// bounds of Prisma's interactive transactions.
+describe('pool transactions', () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ migrations: [migrationsDir] });
+    pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  const slots = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'pool_test'`)).rows[0]!.n;
+
+  it('commits, and rolls back everything when the callback throws', async () => {
+    await poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => tx.$queryRaw`INSERT INTO fanout_slot (name, slot) VALUES ('pool_test', ${1}::int)`);
+    await expect(
+      poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => {
+        await tx.$queryRaw`INSERT INTO fanout_slot (name, slot) VALUES ('pool_test', ${2}::int)`;
+        throw new Error('callback failed');
+      }),
+    ).rejects.toThrow('callback failed');
+    expect(await slots()).toBe(1);
+  });
+
+  it('gives up waiting for a connection after maxWait, and the late connection goes back to the pool', async () => {
+    const held = await pool.connect();
+    const waiting = poolTransaction(pool, { maxWait: 100, timeout: 5000 }, async (tx) => tx.$queryRaw`SELECT 1`);
+    await expect(waiting).rejects.toMatchObject({ name: 'TimeoutError', message: expect.stringContaining('maxWait') });
+    held.release();
+    // The pool has one connection: this only works if the late one was released.
+    await expect(poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => tx.$queryRaw<{ one: number }[]>`SELECT 1 AS one`)).resolves.toEqual([{ one: 1 }]);
+  });
+
+  it('ends a transaction that runs past its timeout, and the pool stays usable', async () => {
+    await expect(poolTransaction(pool, { maxWait: 1000, timeout: 100 }, async (tx) => tx.$queryRawUnsafe('SELECT pg_sleep(2)'))).rejects.toMatchObject({ code: '57014' });
+    await expect(poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => tx.$queryRaw<{ one: number }[]>`SELECT 1 AS one`)).resolves.toEqual([{ one: 1 }]);
+  });
+});

@@ -104,6 +104,12 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
     for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
       signal.throwIfAborted();
       if (stopped || failure) break;
+      // Checked when there is another page to insert, so a dispatch that has just ended is not
+      // analyzed for nothing.
+      if (seq >= analyzeAt) {
+        analyzeAt *= 2;
+        await ctx.analyzeQueue(definition.childQueue);
+      }
       const items: NewItem[] = page.map((listed) => {
         seq++;
         if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
@@ -127,10 +133,6 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
         .finally(() => inFlight.delete(insert));
       inFlight.add(insert);
       if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
-      if (seq >= analyzeAt) {
-        analyzeAt *= 2;
-        await ctx.analyzeQueue(definition.childQueue);
-      }
     }
   } finally {
     // Pages already on their way finish (or roll back) before the manager reports anything.

@@ -46,7 +46,7 @@ export interface PrismaFanoutStoreOptions {
   pool?: PgPoolLike;
 }
 
-type SettleRow = TaskRow & { settled_ids: string[] | null };
+type SettleRow = TaskRow & { unsettled_ids: string[] | null };
 
 const TERMINAL: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
 
@@ -358,8 +358,12 @@ export class PrismaFanoutStore implements FanoutStore {
         FROM c WHERE t.id = c.task_id
         RETURNING t.*
       )
-      SELECT t.*, (SELECT array_agg(id) FROM settled) AS settled_ids FROM t`;
-    return { settled: rows[0]?.settled_ids ?? [], tasks: rows.map((row) => toSettled(row)) };
+      SELECT t.*, (SELECT array_agg(u.id) FROM (SELECT unnest(v.ids) AS id FROM v EXCEPT SELECT id FROM settled) u) AS unsettled_ids FROM t`;
+    // A row per task that moved; none when no outcome could be recorded. What was recorded is
+    // returned as what was not (nearly always nothing), which keeps the result small.
+    if (rows.length === 0) return { settled: [], tasks: [] };
+    const unsettled = new Set(rows[0]!.unsettled_ids ?? []);
+    return { settled: outcomes.map((o) => o.itemId).filter((id) => !unsettled.has(id)), tasks: rows.map((row) => toSettled(row)) };
   }
 
   async releaseItems(releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {

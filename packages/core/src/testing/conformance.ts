@@ -244,6 +244,17 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
     });
 
     describe('settle', () => {
+      it('reports exactly which outcomes of a batch were recorded', async () => {
+        const { task, ids } = await dispatched(4);
+        const token = randomUUID();
+        await store.claimItems(ids.slice(0, 3), token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token)]);
+        // ids[0] is settled already, ids[1] is held under another token, ids[3] was never claimed.
+        const result = await store.settleItems([outcome(ids[0]!, token), outcome(ids[1]!, randomUUID()), outcome(ids[2]!, token, 'failed'), outcome(ids[3]!, token)]);
+        expect(result.settled).toEqual([ids[2]]);
+        expect(result.tasks).toMatchObject([{ id: task.id, succeeded: 1, failed: 1 }]);
+      });
+
       it('counts each outcome once, and only under the claim that holds the item', async () => {
         const { task, ids } = await dispatched(3);
         const token = randomUUID();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Job, JobResult } from 'pg-boss';
+import type { Job } from 'pg-boss';
 import type { AnyFanoutDefinition, ItemContext } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
 import { FanoutError } from '../errors/errors.ts';
@@ -60,24 +60,20 @@ export class ChildRunner {
     this.#leases.stop();
   }
 
-  async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<JobResult[]> {
+  /**
+   * Resolves once every claimed item's outcome is stored (or its retry scheduled); pg-boss then
+   * completes the whole batch. Jobs whose item was not claimable (settled, held by a live claim,
+   * task stopped) are done too: the item row, not the job, carries the work.
+   */
+  async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<void> {
     const jobByItem = new Map<string, Job<ChildJobData>>();
     for (const job of jobs) if (!jobByItem.has(job.data.itemId)) jobByItem.set(job.data.itemId, job);
     const token = randomUUID();
     const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
-    const outputs = new Map<string, string>();
-    await Promise.all(
-      claimed.map(async (item) => {
-        const job = jobByItem.get(item.itemId)!;
-        outputs.set(job.id, await this.#runOne(definition, item, token, job.signal));
-      }),
-    );
-    // Jobs whose item was not claimable (settled, held by a live claim, task stopped) are done:
-    // the item row, not the job, carries the work.
-    return jobs.map((job) => ({ id: job.id, status: 'completed', output: { outcome: outputs.get(job.id) ?? 'skipped' } }));
+    await Promise.all(claimed.map((item) => this.#runOne(definition, item, token, jobByItem.get(item.itemId)!.signal)));
   }
 
-  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<string> {
+  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
     const controller = new AbortController();
     let why: AbortWhy | 'expired' | 'shutdown' | null = null;
@@ -148,7 +144,7 @@ export class ChildRunner {
     }
     // The lease is renewed until the outcome is stored: a slow settle must not let it lapse.
     try {
-      return await this.#record(item, token, base, outcome, release);
+      await this.#record(item, token, base, outcome, release);
     } finally {
       this.#leases.untrack(item.itemId);
     }
@@ -160,7 +156,7 @@ export class ChildRunner {
     base: ItemEventBase,
     recorded: Outcome | null,
     release: { error: ItemError; delayMs: number } | null,
-  ): Promise<string> {
+  ): Promise<void> {
     const ctx = this.#ctx;
     let outcome = recorded;
 
@@ -171,16 +167,15 @@ export class ChildRunner {
       );
       if (released.length > 0) {
         ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
-        return 'retry_scheduled';
+        return;
       }
       // The task stopped meanwhile: there will be no retry, so the item ends here, cancelled.
       outcome = { itemId: item.itemId, token, status: 'cancelled' };
     }
-    if (!outcome) return 'claim_lost';
-    if (!(await this.#buffer.push(outcome))) return 'claim_lost';
+    // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
+    if (!outcome || !(await this.#buffer.push(outcome))) return;
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);
-    return outcome.status;
   }
 }

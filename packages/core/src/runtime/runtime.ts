@@ -207,7 +207,6 @@ export class Fanout implements AsyncDisposable {
           {
             batchSize: this.#worker.batchSize,
             localConcurrency,
-            perJobResults: true,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             burstWhenBatchFull: this.#worker.batchSize > 1,

@@ -1,4 +1,11 @@
+import { createFanout, type FanoutStore } from '@fanout/core';
+import { migrationsDir, prismaFanoutStore } from '@fanout/prisma-adapter';
+import { createTestDatabase } from '@fanout/testdb';
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { PrismaClient } from '../generated/prisma/client.ts';
+import { testDefinition } from './fixtures/definitions.ts';
 import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
 describe('crashes', () => {
@@ -110,5 +117,56 @@ describe('crashes', () => {
     await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${waiting.id}::uuid`;
     await t.app.fanout.sweep();
     expect(await t.app.fanout.getTask(waiting.id)).toMatchObject({ status: 'queued' });
+  });
+
+  it('outcomes that could not be stored are given again by the sweeper and counted once', async () => {
+    // A batch's jobs complete while its outcomes wait in the group commit. Here the first group
+    // commit fails (a lost connection, say): those items keep their claims, their leases lapse,
+    // and the sweeper gives them again.
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const pool = new pg.Pool({ connectionString: db.url, max: 10 });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    const store = prismaFanoutStore(prisma, { pool });
+    let failures = 1;
+    const flaky = new Proxy(store, {
+      get(target, property) {
+        if (property === 'settleItems') {
+          return (outcomes: Parameters<FanoutStore['settleItems']>[0]) =>
+            failures-- > 0 ? Promise.reject(new Error('connection lost while storing outcomes')) : target.settleItems(outcomes);
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const fanout = createFanout({
+      store: flaky,
+      boss: { connectionString: db.url, max: 5 },
+      definitions: [testDefinition()],
+      worker: { concurrency: 10, leaseMs: 1000, controlPollMs: 250 },
+      maintenance: { intervalMs: 250 },
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+    const reported: string[] = [];
+    fanout.events.on('error', ({ context }) => void reported.push(context));
+    await fanout.start();
+    try {
+      const task = await fanout.submit('test_batch', { count: 40 });
+      const done = await waitFor(async () => {
+        const current = await fanout.getTask(task.id);
+        return current?.status === 'completed' ? current : null;
+      }, { timeoutMs: 30_000, message: 'task completed' });
+      expect(done).toMatchObject({ total: 40, succeeded: 40, failed: 0, cancelled: 0 });
+      expect(reported.some((context) => context.startsWith('storing the outcome of item'))).toBe(true);
+      // The items of the lost commit ran a second time; the others once.
+      const attempts = await prisma.$queryRaw<{ attempts: number; n: number }[]>`
+        SELECT attempts, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY 1 ORDER BY 1`;
+      expect(attempts.length).toBe(2);
+      expect(attempts[1]!.attempts).toBe(2);
+      expect(attempts.reduce((sum, row) => sum + row.n, 0)).toBe(40);
+    } finally {
+      await fanout.stop();
+      await prisma.$disconnect();
+      await pool.end();
+    }
   });
 });

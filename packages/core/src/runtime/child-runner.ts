@@ -61,9 +61,12 @@ export class ChildRunner {
   }
 
   /**
-   * Resolves once every claimed item's outcome is stored (or its retry scheduled); pg-boss then
-   * completes the whole batch. Jobs whose item was not claimable (settled, held by a live claim,
-   * task stopped) are done too: the item row, not the job, carries the work.
+   * Resolves once every claimed item has run and its outcome waits in the group commit (or its
+   * retry is being scheduled); pg-boss then completes the whole batch and fetches the next one
+   * while the outcomes are stored. The job is only the delivery: until its outcome is stored an
+   * item keeps its claim, with its lease renewed, and if this process dies first the lease lapses
+   * and the sweeper gives the item again. Jobs whose item was not claimable (settled, held by a
+   * live claim, task stopped) are done too: the item row, not the job, carries the work.
    */
   async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<void> {
     const jobByItem = new Map<string, Job<ChildJobData>>();
@@ -71,6 +74,8 @@ export class ChildRunner {
     const token = randomUUID();
     const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
     await Promise.all(claimed.map((item) => this.#runOne(definition, item, token, jobByItem.get(item.itemId)!.signal)));
+    // Fetch more only while the outcomes waiting to be stored stay within one process's worth.
+    await this.#buffer.below(this.#ctx.settings.concurrency);
   }
 
   async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<void> {
@@ -142,12 +147,11 @@ export class ChildRunner {
       jobSignal.removeEventListener('abort', onJobAbort);
       ctx.shutdown.removeEventListener('abort', onShutdown);
     }
-    // The lease is renewed until the outcome is stored: a slow settle must not let it lapse.
-    try {
-      await this.#record(item, token, base, outcome, release);
-    } finally {
-      this.#leases.untrack(item.itemId);
-    }
+    // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
+    // stored; if storing fails, renewals stop too, so the lease lapses and the sweeper takes over.
+    this.#record(item, token, base, outcome, release)
+      .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
+      .finally(() => this.#leases.untrack(item.itemId));
   }
 
   async #record(

@@ -20,6 +20,7 @@ export class SettleBuffer {
   #queue: Pending[] = [];
   readonly #flushes = new Set<Promise<void>>();
   #scheduled = false;
+  #flushing = 0;
 
   constructor(
     store: FanoutStore,
@@ -44,13 +45,25 @@ export class SettleBuffer {
     });
   }
 
+  /** Outcomes pushed and not yet stored. */
+  get pending(): number {
+    return this.#queue.length + this.#flushing;
+  }
+
+  /** Resolves once at most `limit` outcomes wait to be stored. */
+  async below(limit: number): Promise<void> {
+    while (this.pending > limit) await this.#progress();
+  }
+
   /** Resolves once everything pushed so far is flushed. */
   async idle(): Promise<void> {
-    while (this.#flushes.size > 0 || this.#queue.length > 0) {
-      this.#schedule();
-      // A flush may only be scheduled (it starts on the next tick): wait for that tick then.
-      await (this.#flushes.size > 0 ? Promise.race(this.#flushes) : new Promise<void>((resolve) => setImmediate(resolve)));
-    }
+    while (this.#flushes.size > 0 || this.#queue.length > 0) await this.#progress();
+  }
+
+  /** Waits for a flush to end; a flush may only be scheduled (it starts on the next tick). */
+  async #progress(): Promise<void> {
+    this.#schedule();
+    await (this.#flushes.size > 0 ? Promise.race(this.#flushes) : new Promise<void>((resolve) => setImmediate(resolve)));
   }
 
   #schedule(): void {
@@ -71,6 +84,7 @@ export class SettleBuffer {
 
   async #flush(batch: Pending[]): Promise<void> {
     const outcomes = batch.map((p) => p.outcome);
+    this.#flushing += batch.length;
     try {
       const result = await this.#store.settleItems(outcomes);
       const settled = new Set(result.settled);
@@ -78,6 +92,8 @@ export class SettleBuffer {
       this.#onSettled(result, outcomes);
     } catch (error) {
       for (const p of batch) p.reject(error);
+    } finally {
+      this.#flushing -= batch.length;
     }
   }
 }

@@ -226,7 +226,13 @@ export class PrismaFanoutStore implements FanoutStore {
           RETURNING id, status`;
         const failed = inserted.filter((row) => row.status === 'failed').length;
         const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
-        if (pending.length > 0) await enqueue(executor(tx), pending);
+        if (pending.length > 0) {
+          // pg-boss's foreign keys are deferred to the commit, where this transaction holds the
+          // task row (below) and every settle of the task would wait for 2 checks per job: check
+          // them as the jobs go in instead.
+          await tx.$queryRaw`SET CONSTRAINTS ALL IMMEDIATE`;
+          await enqueue(executor(tx), pending);
+        }
         // The counters last: the task row stays locked until the commit, and every settle of this
         // task waits for that lock, so it is taken after the slow part (the jobs), not before.
         const [counted] = await tx.$queryRaw<{ id: string }[]>`
@@ -623,9 +629,12 @@ export class PrismaFanoutStore implements FanoutStore {
     return rows.length > 0;
   }
 
+  // `available_at` keeps milliseconds and rounds to the nearest one: a released slot is marked free
+  // a millisecond back (rounding up could hide it from a take in the same millisecond), and a rate
+  // slot's next use is rounded up (rounding down could let two takes fall within one interval).
   async releaseSlot(name: string, holder: string): Promise<void> {
     await this.#db.$queryRaw`
-      UPDATE fanout_slot SET holder = NULL, available_at = clock_timestamp()
+      UPDATE fanout_slot SET holder = NULL, available_at = clock_timestamp() - interval '1 millisecond'
       WHERE name = ${name}::text AND holder = ${holder}::uuid`;
   }
 
@@ -635,7 +644,8 @@ export class PrismaFanoutStore implements FanoutStore {
     // holds at most `limit` takes.
     const [row] = await this.#db.$queryRaw<{ taken_at: Date | null; wait_ms: number }[]>`
       WITH taken AS (
-        UPDATE fanout_slot s SET holder = NULL, available_at = clock_timestamp() + ${intervalMs}::int * interval '1 millisecond'
+        UPDATE fanout_slot s SET holder = NULL,
+          available_at = date_trunc('milliseconds', clock_timestamp() + ${intervalMs}::int * interval '1 millisecond') + interval '1 millisecond'
         FROM (
           SELECT name, slot FROM fanout_slot
           WHERE name = ${name}::text AND slot < ${limit}::int AND available_at <= clock_timestamp()

@@ -53,6 +53,8 @@ export class ChildRunner {
       maxFlushes: 2,
       onSettled: (result) => ctx.afterSettle(result),
     });
+    // Items running when the runtime shuts down see their signal (one listener for all of them).
+    ctx.shutdown.addEventListener('abort', () => this.#leases.abortAll('shutdown'), { once: true });
   }
 
   async drain(): Promise<void> {
@@ -81,17 +83,16 @@ export class ChildRunner {
   async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
     const controller = new AbortController();
-    let why: AbortWhy | 'expired' | 'shutdown' | null = null;
+    let why: AbortWhy | 'expired' | null = null;
     const abort = (reason: typeof why) => {
       if (controller.signal.aborted) return;
       why = reason;
       controller.abort(new FanoutError('aborted', `item ${item.itemId} aborted: ${reason}`));
     };
     const onJobAbort = () => abort('expired');
-    const onShutdown = () => abort('shutdown');
     jobSignal.addEventListener('abort', onJobAbort, { once: true });
-    ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-    this.#leases.track(item.itemId, token, item.taskId, abort);
+    this.#leases.track(item.itemId, token, item.taskId, abort); // also how a shutdown reaches it
+    if (ctx.shutdown.aborted) abort('shutdown');
 
     const base: ItemEventBase = {
       taskId: item.taskId,
@@ -145,7 +146,6 @@ export class ChildRunner {
       }
     } finally {
       jobSignal.removeEventListener('abort', onJobAbort);
-      ctx.shutdown.removeEventListener('abort', onShutdown);
     }
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
     // stored; if storing fails, renewals stop too, so the lease lapses and the sweeper takes over.

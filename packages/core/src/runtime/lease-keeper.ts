@@ -1,6 +1,6 @@
 import type { FanoutStore } from '../store/types.ts';
 
-export type AbortWhy = 'task_stopped' | 'claim_lost';
+export type AbortWhy = 'task_stopped' | 'claim_lost' | 'shutdown';
 
 interface Held {
   token: string;
@@ -45,6 +45,11 @@ export class LeaseKeeper {
       clearInterval(this.#timer);
       this.#timer = null;
     }
+  }
+
+  /** Aborts every item held now (the runtime is shutting down). */
+  abortAll(why: AbortWhy): void {
+    for (const held of [...this.#held.values()]) held.abort(why);
   }
 
   stop(): void {

@@ -57,6 +57,9 @@ export function createAslRuntime(config: AslConfig): AslRuntime {
   const logger = config.logger ?? consoleLogger('warn');
   // One pool for Prisma and for the store's per-batch statements (see `prismaFanoutStore`'s `pool`).
   const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
+  // An idle connection that dies (server restart, proxy timeout) is dropped by the pool; without a
+  // listener its 'error' event would end the process.
+  pool.on('error', (error) => logger.warn('idle database connection lost', { error: error.message }));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const storage = new FileStorage(config.storageDir);
   const extractor: Extractor = config.llm ? new OpenAiExtractor(config.llm) : new OfflineExtractor();

@@ -1,4 +1,4 @@
-import { createFanout, type Fanout, type FanoutDefinition, type FanoutRuntimeOptions, type Logger } from '@fanout/core';
+import { consoleLogger, createFanout, type Fanout, type FanoutDefinition, type FanoutRuntimeOptions, type Logger } from '@fanout/core';
 import { prismaFanoutStore } from '@fanout/prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
@@ -27,6 +27,10 @@ export function createAppRuntime(options: {
   const poolSize = options.poolSize ?? 10;
   // One pool for Prisma and for the store's per-batch statements (see `prismaFanoutStore`'s `pool`).
   const pool = new pg.Pool({ connectionString: options.databaseUrl, max: poolSize });
+  // An idle connection that dies (server restart, proxy timeout) is dropped by the pool; without a
+  // listener its 'error' event would end the process.
+  const logger = options.logger ?? consoleLogger('warn');
+  pool.on('error', (error) => logger.warn('idle database connection lost', { error: error.message }));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   const fanout = createFanout({
     store: prismaFanoutStore(prisma, { pool }),
@@ -36,7 +40,7 @@ export function createAppRuntime(options: {
       ...(options.superviseIntervalSeconds ? { superviseIntervalSeconds: options.superviseIntervalSeconds, monitorIntervalSeconds: options.superviseIntervalSeconds } : {}),
     },
     definitions: options.definitions,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger,
     ...(options.worker ? { worker: options.worker } : {}),
     ...(options.maintenance ? { maintenance: options.maintenance } : {}),
   });

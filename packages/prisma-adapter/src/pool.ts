@@ -31,6 +31,13 @@ export async function poolTransaction<T>(
 ): Promise<T> {
   const client = await connectWithin(pool, bounds.maxWait);
   let broken: unknown;
+  // A checked-out client has no listener of the pool's: without this one, a connection lost
+  // mid-transaction (server restart, timeout, terminated backend) would be an unhandled 'error'
+  // event and take the process down. The failing query rejects as well; the client is dropped.
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', onError);
   try {
     const timeout = Math.max(1, Math.round(bounds.timeout));
     // One round trip: simple protocol, no parameters (the number is ours).
@@ -46,6 +53,7 @@ export async function poolTransaction<T>(
     }
     throw error;
   } finally {
+    client.off('error', onError);
     client.release(broken instanceof Error ? broken : undefined);
   }
 }

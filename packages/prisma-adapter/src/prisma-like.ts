@@ -15,6 +15,8 @@ export interface PrismaClientLike extends PrismaQueryable {
 export interface PgClientLike {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
   release(error?: Error): void;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** The part of a `pg` Pool the store uses (`PrismaFanoutStoreOptions.pool`). */

@@ -41,7 +41,9 @@ export interface PrismaFanoutStoreOptions {
    * through this pool instead of through Prisma's query pipeline, which costs CPU per statement,
    * the more so with large array parameters such as a dispatch page. Measured with `pnpm bench`
    * at 10,000 items: a worker process's CPU 0.68 to 0.44 s, the manager's 0.23 to 0.13 s.
-   * Your own Prisma queries and transactions share the pool's connections as before.
+   * Your own Prisma queries and transactions share the pool's connections as before. Give the
+   * pool an `'error'` listener (an idle connection that dies would otherwise end the process), and
+   * keep pg's default parsers for `timestamptz`, `jsonb`, `int4` and `uuid[]`, which the store reads.
    */
   pool?: PgPoolLike;
 }

@@ -45,4 +45,23 @@ describe('pool transactions', () => {
     await expect(poolTransaction(pool, { maxWait: 1000, timeout: 100 }, async (tx) => tx.$queryRawUnsafe('SELECT pg_sleep(2)'))).rejects.toMatchObject({ code: '57014' });
     await expect(poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => tx.$queryRaw<{ one: number }[]>`SELECT 1 AS one`)).resolves.toEqual([{ one: 1 }]);
   });
+
+  it('survives the connection dying mid-transaction: the transaction rejects, the process lives on', async () => {
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      const lost = poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => {
+        const [row] = await tx.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+        // The server ends this session while the transaction is idle (a restart, a terminated
+        // backend): pg reports it as an 'error' event on a client nobody else listens to.
+        await admin.query('SELECT pg_terminate_backend($1)', [row!.pid]);
+        await tx.$queryRaw`SELECT 1`;
+      });
+      await expect(lost).rejects.toThrow();
+      // The broken connection was dropped; the pool makes a new one.
+      await expect(poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => tx.$queryRaw<{ one: number }[]>`SELECT 1 AS one`)).resolves.toEqual([{ one: 1 }]);
+    } finally {
+      await admin.end();
+    }
+  });
 });

@@ -119,20 +119,19 @@ describe('crashes', () => {
     expect(await t.app.fanout.getTask(waiting.id)).toMatchObject({ status: 'queued' });
   });
 
-  it('outcomes that could not be stored are given again by the sweeper and counted once', async () => {
-    // A batch's jobs complete while its outcomes wait in the group commit. Here the first group
-    // commit fails (a lost connection, say): those items keep their claims, their leases lapse,
-    // and the sweeper gives them again.
+  // A batch's jobs complete while its outcomes wait in the group commit; the store here fails the
+  // settles `fails` picks (a lost connection, say).
+  type Outcomes = Parameters<FanoutStore['settleItems']>[0];
+  async function withFlakySettles(fails: (outcomes: Outcomes) => boolean, check: (run: { taskId: string; reported: string[]; prisma: PrismaClient }) => Promise<void>) {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });
     const pool = new pg.Pool({ connectionString: db.url, max: 10 });
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     const store = prismaFanoutStore(prisma, { pool });
-    let failures = 1;
     const flaky = new Proxy(store, {
       get(target, property) {
         if (property === 'settleItems') {
-          return (outcomes: Parameters<FanoutStore['settleItems']>[0]) =>
-            failures-- > 0 ? Promise.reject(new Error('connection lost while storing outcomes')) : target.settleItems(outcomes);
+          return (outcomes: Outcomes) =>
+            fails(outcomes) ? Promise.reject(new Error('connection lost while storing outcomes')) : target.settleItems(outcomes);
         }
         const value = Reflect.get(target, property, target);
         return typeof value === 'function' ? value.bind(target) : value;
@@ -156,17 +155,39 @@ describe('crashes', () => {
         return current?.status === 'completed' ? current : null;
       }, { timeoutMs: 30_000, message: 'task completed' });
       expect(done).toMatchObject({ total: 40, succeeded: 40, failed: 0, cancelled: 0 });
-      expect(reported.some((context) => context.startsWith('storing the outcome of item'))).toBe(true);
-      // The items of the lost commit ran a second time; the others once.
-      const attempts = await prisma.$queryRaw<{ attempts: number; n: number }[]>`
-        SELECT attempts, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY 1 ORDER BY 1`;
-      expect(attempts.length).toBe(2);
-      expect(attempts[1]!.attempts).toBe(2);
-      expect(attempts.reduce((sum, row) => sum + row.n, 0)).toBe(40);
+      await check({ taskId: task.id, reported, prisma });
     } finally {
       await fanout.stop();
       await prisma.$disconnect();
       await pool.end();
     }
+  }
+
+  const attemptsOf = (prisma: PrismaClient, taskId: string) =>
+    prisma.$queryRaw<{ attempts: number; n: number }[]>`
+      SELECT attempts, count(*)::int AS n FROM fanout_item WHERE task_id = ${taskId}::uuid GROUP BY 1 ORDER BY 1`;
+
+  it('a settle that fails once is retried: nothing runs twice', async () => {
+    let failures = 1;
+    await withFlakySettles(() => failures-- > 0, async ({ taskId, reported, prisma }) => {
+      expect(reported).toEqual([]);
+      expect(await attemptsOf(prisma, taskId)).toEqual([{ attempts: 1, n: 40 }]);
+    });
+  });
+
+  it('outcomes the store keeps refusing are given again by the sweeper and counted once', async () => {
+    // Every settle holding an outcome of the first claim fails, retries and halves included: those
+    // items keep their claims, their leases lapse, and the sweeper gives them again.
+    let refused: string | undefined;
+    const fails = (outcomes: Outcomes) => {
+      refused ??= outcomes[0]!.token;
+      return outcomes.some((o) => o.token === refused);
+    };
+    await withFlakySettles(fails, async ({ taskId, reported, prisma }) => {
+      expect(reported.some((context) => context.startsWith('storing the outcome of item'))).toBe(true);
+      const attempts = await attemptsOf(prisma, taskId);
+      expect(attempts.at(-1)!.attempts).toBe(2);
+      expect(attempts.reduce((sum, row) => sum + row.n, 0)).toBe(40);
+    });
   });
 });

@@ -5,11 +5,11 @@ import { defaultClassifier } from '../errors/classify.ts';
 import { FanoutError } from '../errors/errors.ts';
 import type { ItemEventBase } from '../events/events.ts';
 import { LocalLimit } from '../limits/local-limit.ts';
-import type { ClaimedItem, ItemError, Outcome } from '../store/types.ts';
+import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
 import { errorFields } from './logger.ts';
-import { SettleBuffer } from './settle-buffer.ts';
+import { GroupCommit } from './group-commit.ts';
 
 export interface ChildJobData {
   taskId: string;
@@ -38,7 +38,12 @@ export class ChildRunner {
   readonly #ctx: RuntimeContext;
   readonly #limit: LocalLimit;
   readonly #leases: LeaseKeeper;
-  readonly #buffer: SettleBuffer;
+  /** Outcomes, group-committed: one settle statement per batch. */
+  readonly #settles: GroupCommit<Outcome>;
+  /** Transient failures handed back for a later attempt, group-committed too. */
+  readonly #releases: GroupCommit<Release>;
+  /** Items that have run and whose outcome (or release) is not stored yet. */
+  readonly #recording = new Set<Promise<void>>();
 
   constructor(ctx: RuntimeContext) {
     this.#ctx = ctx;
@@ -48,17 +53,34 @@ export class ChildRunner {
       pollMs: ctx.settings.controlPollMs,
       onError: (error) => ctx.reportError(error, 'lease renewal'),
     });
-    this.#buffer = new SettleBuffer(ctx.store, {
+    this.#settles = new GroupCommit<Outcome>({
+      commit: async (outcomes) => {
+        const result = await ctx.store.settleItems(outcomes);
+        try {
+          ctx.afterSettle(result);
+        } catch (error) {
+          ctx.reportError(error, 'announcing settled items'); // stored all the same
+        }
+        return new Set(result.settled);
+      },
+      key: (outcome) => outcome.itemId,
       maxBatch: 500,
       maxFlushes: 2,
-      onSettled: (result) => ctx.afterSettle(result),
+    });
+    this.#releases = new GroupCommit<Release>({
+      commit: async (releases) => new Set(await ctx.store.releaseItems(releases, ctx.enqueueChildren)),
+      key: (release) => release.itemId,
+      maxBatch: 100,
+      maxFlushes: 1,
     });
     // Items running when the runtime shuts down see their signal (one listener for all of them).
     ctx.shutdown.addEventListener('abort', () => this.#leases.abortAll('shutdown'), { once: true });
   }
 
+  /** Resolves once every outcome and release of this process is stored (or has failed). */
   async drain(): Promise<void> {
-    await this.#buffer.idle();
+    while (this.#recording.size > 0) await Promise.allSettled([...this.#recording]);
+    await Promise.all([this.#settles.idle(), this.#releases.idle()]);
     this.#leases.stop();
   }
 
@@ -77,7 +99,7 @@ export class ChildRunner {
     const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
     await Promise.all(claimed.map((item) => this.#runOne(definition, item, token, jobByItem.get(item.itemId)!.signal)));
     // Fetch more only while the outcomes waiting to be stored stay within one process's worth.
-    await this.#buffer.below(this.#ctx.settings.concurrency);
+    while (this.#recording.size > this.#ctx.settings.concurrency) await Promise.race(this.#recording);
   }
 
   async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<void> {
@@ -149,9 +171,13 @@ export class ChildRunner {
     }
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
     // stored; if storing fails, renewals stop too, so the lease lapses and the sweeper takes over.
-    this.#record(item, token, base, outcome, release)
+    const recording: Promise<void> = this.#record(item, token, base, outcome, release)
       .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
-      .finally(() => this.#leases.untrack(item.itemId));
+      .finally(() => {
+        this.#leases.untrack(item.itemId, token);
+        this.#recording.delete(recording);
+      });
+    this.#recording.add(recording);
   }
 
   async #record(
@@ -165,11 +191,8 @@ export class ChildRunner {
     let outcome = recorded;
 
     if (release) {
-      const released = await ctx.store.releaseItems(
-        [{ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs }],
-        ctx.enqueueChildren,
-      );
-      if (released.length > 0) {
+      const released = await this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs });
+      if (released) {
         ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
         return;
       }
@@ -177,7 +200,7 @@ export class ChildRunner {
       outcome = { itemId: item.itemId, token, status: 'cancelled' };
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
-    if (!outcome || !(await this.#buffer.push(outcome))) return;
+    if (!outcome || !(await this.#settles.push(outcome))) return;
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);

@@ -39,8 +39,9 @@ export class LeaseKeeper {
     }
   }
 
-  untrack(itemId: string): void {
-    this.#held.delete(itemId);
+  /** Stops renewing the item's lease, if it is still held under this token (not a newer claim). */
+  untrack(itemId: string, token: string): void {
+    if (this.#held.get(itemId)?.token === token) this.#held.delete(itemId);
     if (this.#held.size === 0 && this.#timer) {
       clearInterval(this.#timer);
       this.#timer = null;

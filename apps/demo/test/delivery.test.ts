@@ -65,6 +65,24 @@ describe('delivery and retries', () => {
     ]);
   });
 
+  it('a result that cannot be stored as JSON fails its item alone, with a reason', async () => {
+    await using t = await testApp({ work: true });
+    const task = await t.app.fanout.submit('test_batch', { count: 12, every: 4, special: { badResult: 'nul' } });
+    const big = await t.app.fanout.submit('test_batch', { count: 3, every: 3, special: { badResult: 'bigint' } });
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 9, failed: 3 });
+    expect(await finished(t, big.id)).toMatchObject({ status: 'completed', succeeded: 2, failed: 1 });
+    const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
+    expect(failed.rows.map((i) => [i.attempts, i.error?.code])).toEqual([[1, 'invalid_result'], [1, 'invalid_result'], [1, 'invalid_result']]);
+    expect(failed.rows[0]!.error?.message).toContain('NUL');
+    const bigFailed = await t.app.fanout.listItems(big.id, { status: 'failed', limit: 10 });
+    expect(bigFailed.rows[0]!.error?.message).toMatch(/BigInt/);
+    // A backslash followed by "u0000" in a text is not a NUL: stored as it is.
+    const escaped = await t.app.fanout.submit('test_batch', { count: 2, item: { badResult: 'escaped' } });
+    expect(await finished(t, escaped.id)).toMatchObject({ status: 'completed', succeeded: 2, failed: 0 });
+    const stored = await t.app.fanout.listItems(escaped.id, { limit: 10 });
+    expect(stored.rows.map((i) => (i.result as { text: string }).text)).toEqual(['\\u0000 is a backslash and five letters', '\\u0000 is a backslash and five letters']);
+  });
+
   it('honours Retry-After on 429 and retries 5xx from a real HTTP server', async () => {
     await using api = await fakeApi(({ n, attempt }) =>
       attempt === 1 ? (n % 2 === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 503 }) : { status: 200 },

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Job } from 'pg-boss';
 import type { AnyFanoutDefinition, ItemContext } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
-import { FanoutError } from '../errors/errors.ts';
+import { FanoutError, PermanentError } from '../errors/errors.ts';
 import type { ItemEventBase } from '../events/events.ts';
 import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
@@ -26,6 +26,24 @@ export function retryDelayMs(definition: AnyFanoutDefinition, attempt: number, r
   }
   delay = Math.min(delay, retryDelayMaxSeconds * 1000);
   return Math.round(Math.max(delay, retryAfterMs ?? 0));
+}
+
+/**
+ * A result is stored as JSON: one that cannot be (a BigInt, a cycle, a NUL character, which
+ * PostgreSQL's jsonb refuses) fails its item now, with a reason, instead of failing its settle.
+ */
+function assertStorable(result: unknown): void {
+  if (result === null || result === undefined) return;
+  let json: string;
+  try {
+    json = JSON.stringify(result);
+  } catch (error) {
+    throw new PermanentError(`result: cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`, { code: 'invalid_result' });
+  }
+  // A NUL escape, not an escaped backslash followed by "u0000".
+  if (/(?<!\\)(?:\\\\)*\\u0000/.test(json)) {
+    throw new PermanentError('result: contains a NUL character (\\u0000), which PostgreSQL cannot store', { code: 'invalid_result' });
+  }
 }
 
 /**
@@ -142,6 +160,7 @@ export class ChildRunner {
         const snapshot = definition.item.parse(item.snapshot);
         let result = await definition.runItem(snapshot, itemContext);
         if (definition.result) result = definition.result.parse(result);
+        assertStorable(result);
         outcome = { itemId: item.itemId, token, status: 'succeeded', result: result ?? null };
       } finally {
         this.#limit.release();

@@ -1,4 +1,4 @@
-import { taskCountsOf, type ItemError, type ItemRecord, type SettledTask, type StopReason, type TaskCounts, type TaskRecord, type TaskStatus } from '@fanout/core';
+import { type ItemError, type ItemRecord, type SettledTask, type StopReason, type TaskCounts, type TaskRecord, type TaskStatus } from '@fanout/core';
 
 /** A `fanout_task` row as `SELECT *` returns it. */
 export interface TaskRow {
@@ -68,14 +68,32 @@ export function toTask(row: TaskRow): TaskRecord {
   };
 }
 
-export const toCounts = (row: TaskRow): TaskCounts => taskCountsOf(toTask(row));
+/** The columns a settle needs back: counters and tolerance, not the task's input. */
+export type CountsRow = Pick<
+  TaskRow,
+  'id' | 'kind' | 'tenant' | 'status' | 'stop_reason' | 'total' | 'succeeded' | 'failed' | 'cancelled' | 'round' | 'dispatched_at' | 'max_failures' | 'max_failure_ratio'
+>;
+
+export const toCounts = (row: CountsRow): TaskCounts => ({
+  id: row.id,
+  kind: row.kind,
+  tenant: row.tenant,
+  status: row.status as TaskStatus,
+  stopReason: row.stop_reason as StopReason | null,
+  total: row.total,
+  succeeded: row.succeeded,
+  failed: row.failed,
+  cancelled: row.cancelled,
+  round: row.round,
+  dispatched: row.dispatched_at !== null,
+});
 
 /**
  * Counters of a task a statement just updated. `finished` is exact: a statement that settles
  * items (or stops, or finishes dispatch) only ever acts on an unfinished task, because a
  * finished task has every item settled; so a terminal status in its result was set by it.
  */
-export function toSettled(row: TaskRow, wasTerminal = false): SettledTask {
+export function toSettled(row: CountsRow, wasTerminal = false): SettledTask {
   const overFailureLimit =
     (row.max_failures !== null && row.failed > row.max_failures) ||
     (row.max_failure_ratio !== null && row.dispatched_at !== null && row.total > 0 && row.failed > row.max_failure_ratio * row.total);

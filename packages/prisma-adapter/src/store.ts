@@ -27,7 +27,7 @@ import {
 import { decodeCursor, encodeCursor, isUuid, uuidv7 } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
 import type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
-import { toItem, toSettled, toTask, type ItemRow, type TaskRow } from './rows.ts';
+import { toItem, toSettled, toTask, type CountsRow, type ItemRow, type TaskRow } from './rows.ts';
 
 export interface PrismaFanoutStoreOptions {
   /**
@@ -48,7 +48,7 @@ export interface PrismaFanoutStoreOptions {
   pool?: PgPoolLike;
 }
 
-type SettleRow = TaskRow & { unsettled_ids: string[] | null };
+type SettleRow = CountsRow & { unsettled_ids: string[] | null };
 
 const TERMINAL: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
 
@@ -364,7 +364,8 @@ export class PrismaFanoutStore implements FanoutStore {
                                    IN ('completed', 'failed', 'cancelled')
                               THEN now() ELSE t.completed_at END
         FROM c WHERE t.id = c.task_id
-        RETURNING t.*
+        RETURNING t.id, t.kind, t.tenant, t.status, t.stop_reason, t.total, t.succeeded, t.failed, t.cancelled, t.round,
+                  t.dispatched_at, t.max_failures, t.max_failure_ratio
       )
       SELECT t.*, (SELECT array_agg(u.id) FROM (SELECT unnest(v.ids) AS id FROM v EXCEPT SELECT id FROM settled) u) AS unsettled_ids FROM t`;
     // A row per task that moved; none when no outcome could be recorded. What was recorded is

@@ -42,32 +42,6 @@ export interface ItemRow {
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
-export function toTask(row: TaskRow): TaskRecord {
-  return {
-    id: row.id,
-    kind: row.kind,
-    tenant: row.tenant,
-    input: row.input,
-    status: row.status as TaskStatus,
-    stopReason: row.stop_reason as StopReason | null,
-    error: row.error,
-    total: row.total,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    cancelled: row.cancelled,
-    round: row.round,
-    maxAttempts: row.max_attempts,
-    maxFailures: row.max_failures,
-    maxFailureRatio: row.max_failure_ratio,
-    deadlineAt: row.deadline_at,
-    dispatchedAt: row.dispatched_at,
-    createdAt: row.created_at,
-    startedAt: row.started_at,
-    completedAt: row.completed_at,
-    updatedAt: row.updated_at,
-  };
-}
-
 /** The columns a settle needs back: counters and tolerance, not the task's input. */
 export type CountsRow = Pick<
   TaskRow,
@@ -87,6 +61,24 @@ export const toCounts = (row: CountsRow): TaskCounts => ({
   round: row.round,
   dispatched: row.dispatched_at !== null,
 });
+
+export function toTask(row: TaskRow): TaskRecord {
+  const { dispatched: _dispatched, ...counts } = toCounts(row);
+  return {
+    ...counts,
+    input: row.input,
+    error: row.error,
+    maxAttempts: row.max_attempts,
+    maxFailures: row.max_failures,
+    maxFailureRatio: row.max_failure_ratio,
+    deadlineAt: row.deadline_at,
+    dispatchedAt: row.dispatched_at,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+    updatedAt: row.updated_at,
+  };
+}
 
 /**
  * Counters of a task a statement just updated. `finished` is exact: a statement that settles

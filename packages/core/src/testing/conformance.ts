@@ -53,13 +53,14 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
     }
 
     /** A running task with `n` pending items, dispatched. */
-    async function dispatched(n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}) {
+    /** A task with n items inserted; its dispatch finished unless `finish` is false. */
+    async function dispatched(n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}, { finish = true } = {}) {
       const task = await newTask(options);
       await store.startDispatch(task.id);
       const rec = recorder();
       await store.insertItems(task.id, items(n), rec.enqueue);
-      await store.finishDispatch(task.id);
-      return { task, ids: rec.enqueued.map((i) => i.id) };
+      if (finish) await store.finishDispatch(task.id);
+      return { task, rec, ids: rec.enqueued.map((i) => i.id) };
     }
 
     const outcome = (itemId: string, token: string, status: Outcome['status'] = 'succeeded'): Outcome => ({
@@ -177,13 +178,10 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
 
       it('finishes a task at finishDispatch when every item settled before it', async () => {
-        const task = await newTask();
-        await store.startDispatch(task.id);
-        const rec = recorder();
-        await store.insertItems(task.id, items(2), rec.enqueue);
+        const { task, ids } = await dispatched(2, {}, { finish: false });
         const token = randomUUID();
-        await store.claimItems(rec.enqueued.map((i) => i.id), token, LEASE);
-        const settled = await store.settleItems(rec.enqueued.map((i) => outcome(i.id, token)));
+        await store.claimItems(ids, token, LEASE);
+        const settled = await store.settleItems(ids.map((id) => outcome(id, token)));
         expect(settled.tasks[0]).toMatchObject({ succeeded: 2, status: 'running', finished: false, dispatched: false });
         const finished = await store.finishDispatch(task.id);
         expect(finished).toMatchObject({ status: 'completed', finished: true, total: 2, succeeded: 2 });
@@ -388,15 +386,12 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
 
       it('ends the dispatch of a task whose manager failed, so the task can finish', async () => {
-        const task = await newTask();
-        await store.startDispatch(task.id);
-        const rec = recorder();
-        await store.insertItems(task.id, items(3), rec.enqueue);
+        const { task, ids } = await dispatched(3, {}, { finish: false });
         const token = randomUUID();
-        await store.claimItems([rec.enqueued[0]!.id], token, LEASE);
+        await store.claimItems([ids[0]!], token, LEASE);
         const stop = await store.stopTask(task.id, 'manager_failed', 'listing failed');
         expect(stop?.task).toMatchObject({ status: 'stopping', dispatched: true, cancelled: 2, total: 3 });
-        const last = await store.settleItems([outcome(rec.enqueued[0]!.id, token)]);
+        const last = await store.settleItems([outcome(ids[0]!, token)]);
         expect(last.tasks[0]).toMatchObject({ status: 'failed', stopReason: 'manager_failed', succeeded: 1, cancelled: 2, finished: true });
       });
 
@@ -410,10 +405,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
 
       it('finishes a task stopped during dispatch when dispatch ends', async () => {
-        const task = await newTask();
-        await store.startDispatch(task.id);
-        const rec = recorder();
-        await store.insertItems(task.id, items(2), rec.enqueue);
+        const { task, rec } = await dispatched(2, {}, { finish: false });
         await store.stopTask(task.id, 'cancelled');
         expect(await store.insertItems(task.id, items(2, 'k', 2), rec.enqueue)).toEqual({ inserted: 0, status: 'stopping' });
         expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'cancelled', cancelled: 2, total: 2, finished: true });

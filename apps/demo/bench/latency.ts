@@ -4,7 +4,7 @@
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { collectEventStream, migrationsDir as sseMigrationsDir } from '@fanout/sse-pg';
 import pg from 'pg';
-import { startApi, startWorker } from '../test/fixtures/harness.ts';
+import { startApi, startWorker } from '@fanout/runtime-tests/harness';
 import { benchServer } from './server.ts';
 
 const TASKS = Number(process.env.BENCH_LATENCY_TASKS ?? 60);

@@ -2,7 +2,7 @@ import { taskRoutes } from '@fanout/http';
 import { collectEventStream, TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testApp, waitFor, type TestApp } from './fixtures/harness.ts';
+import { testApp, waitFor, type TestApp } from './fixtures/test-app.ts';
 
 const TOKENS: Record<string, string> = { 'token-a': 'tenant-a', 'token-b': 'tenant-b' };
 

@@ -19,9 +19,9 @@ export interface AslConfig {
   llmPerMinute?: number;
   workerConcurrency?: number;
   logger?: Logger;
-  /** Lease and sweep settings for tests. */
+  /** Lease and maintenance-loop interval for tests. */
   leaseMs?: number;
-  sweepMs?: number;
+  maintenanceMs?: number;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv, defaults: { databaseUrl?: string; storageDir: string }): AslConfig {
@@ -40,7 +40,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv, defaults: { databaseUrl?: 
     ...(number('ASL_LLM_PER_MINUTE') ? { llmPerMinute: number('ASL_LLM_PER_MINUTE')! } : {}),
     ...(number('ASL_WORKER_CONCURRENCY') ? { workerConcurrency: number('ASL_WORKER_CONCURRENCY')! } : {}),
     ...(number('FANOUT_LEASE_MS') ? { leaseMs: number('FANOUT_LEASE_MS')! } : {}),
-    ...(number('FANOUT_SWEEP_MS') ? { sweepMs: number('FANOUT_SWEEP_MS')! } : {}),
+    ...(number('FANOUT_MAINTENANCE_MS') ? { maintenanceMs: number('FANOUT_MAINTENANCE_MS')! } : {}),
   };
 }
 
@@ -76,7 +76,7 @@ export function createAslRuntime(config: AslConfig): AslRuntime {
     definitions: [definition],
     logger,
     worker: { concurrency: config.workerConcurrency ?? 10, ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}) },
-    ...(config.sweepMs ? { maintenance: { intervalMs: config.sweepMs } } : {}),
+    ...(config.maintenanceMs ? { maintenance: { intervalMs: config.maintenanceMs } } : {}),
   });
   const close = async () => {
     await fanout.stop();

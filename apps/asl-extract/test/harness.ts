@@ -31,7 +31,7 @@ export async function aslTest(): Promise<AslTest> {
   await rt.fanout.start({ managers: false, children: false, maintenance: false });
   const pods: PodProcess[] = [];
   let apiUrl: string | null = null;
-  const env = { ASL_STORAGE_DIR: storageDir, ASL_TOKENS: TOKENS, PORT: 0, FANOUT_LEASE_MS: 3000, FANOUT_SWEEP_MS: 500 };
+  const env = { ASL_STORAGE_DIR: storageDir, ASL_TOKENS: TOKENS, PORT: 0, FANOUT_LEASE_MS: 3000, FANOUT_MAINTENANCE_MS: 500 };
   return {
     db,
     storageDir,

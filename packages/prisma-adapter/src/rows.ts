@@ -42,6 +42,9 @@ export interface ItemRow {
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
+/** `completed`, `failed` or `cancelled`: the task is finished and no statement moves it any more. */
+export const isTerminalStatus = (status: string): boolean => TERMINAL.has(status);
+
 /** The columns a settle needs back: counters and tolerance, not the task's input. */
 export type CountsRow = Pick<
   TaskRow,

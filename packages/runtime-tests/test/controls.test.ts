@@ -85,7 +85,7 @@ describe('task controls', () => {
     expect((await t.app.fanout.listTasks({ limit: 10 })).rows).toHaveLength(0);
   });
 
-  it('the reconciler repairs drifted counters from the item rows and finishes a task they left stuck', async () => {
+  it('reconcile repairs drifted counters from the item rows and finishes a task they left stuck', async () => {
     await using t = await testApp({ work: true });
     const completed: string[] = [];
     t.app.fanout.events.on('task.completed', (e) => void completed.push(e.id));

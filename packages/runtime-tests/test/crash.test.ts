@@ -39,7 +39,7 @@ describe('crashes', () => {
     expect(done).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, cancelled: 0 });
 
     // The victim's items were taken over: second attempts, claimed again after the first
-    // attempt's lease lapsed (by the job's retry, or requeued by the sweeper).
+    // attempt's lease lapsed (by the job's retry, or requeued by the maintenance loop).
     const retaken = await t.app.prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid AND status = 'succeeded' AND attempts = 2`;
     expect(retaken[0]!.n).toBeGreaterThan(0);
@@ -103,19 +103,19 @@ describe('crashes', () => {
     expect(done).toMatchObject({ status: 'completed', total: 30, succeeded: 30, failed: 0 });
   });
 
-  it('a task whose manager job died for good is ended by the sweeper, not left undispatched', async () => {
+  it('a task whose manager job died for good is ended by the maintenance loop, not left undispatched', async () => {
     await using t = await testApp(); // nothing works the manager queue here
     const task = await t.app.fanout.submit('test_batch', { count: 10 });
     // As if the manager's process crashed on its last attempt: the job failed, the task started.
     await t.app.prisma.$executeRaw`UPDATE pgboss.job SET state = 'failed' WHERE name = 'test_batch_manager' AND id = ${task.id}::uuid`;
     await t.app.prisma.$executeRaw`UPDATE fanout_task SET status = 'running', updated_at = now() - interval '10 minutes' WHERE id = ${task.id}::uuid`;
-    await t.app.fanout.sweep();
+    await t.app.fanout.runMaintenance();
     expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'failed', stopReason: 'manager_failed', total: 0 });
 
     // A manager still queued (just waiting its turn) is left alone.
     const waiting = await t.app.fanout.submit('test_batch', { count: 10 });
     await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${waiting.id}::uuid`;
-    await t.app.fanout.sweep();
+    await t.app.fanout.runMaintenance();
     expect(await t.app.fanout.getTask(waiting.id)).toMatchObject({ status: 'queued' });
   });
 
@@ -175,9 +175,9 @@ describe('crashes', () => {
     });
   });
 
-  it('outcomes the store keeps refusing are given again by the sweeper and counted once', async () => {
+  it('outcomes the store keeps refusing are given again by the maintenance loop and counted once', async () => {
     // Every settle holding an outcome of the first claim fails, retries and halves included: those
-    // items keep their claims, their leases lapse, and the sweeper gives them again.
+    // items keep their claims, their leases lapse, and the maintenance loop gives them again.
     let refused: string | undefined;
     const fails = (outcomes: Outcomes) => {
       refused ??= outcomes[0]!.token;

@@ -27,7 +27,7 @@ export interface FanoutEventMap {
   'task.completed': TaskEvent;
   'task.failed': TaskEvent;
   'task.cancelled': TaskEvent;
-  /** Something went wrong in the background (a sweep, a listener); the runtime carries on. */
+  /** Something went wrong in the background (a maintenance pass, a listener); the runtime carries on. */
   error: { error: unknown; context: string };
 }
 

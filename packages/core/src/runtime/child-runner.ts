@@ -107,8 +107,8 @@ export class ChildRunner {
    * retry is being scheduled); pg-boss then completes the whole batch and fetches the next one
    * while the outcomes are stored. The job is only the delivery: until its outcome is stored an
    * item keeps its claim, with its lease renewed, and if this process dies first the lease lapses
-   * and the sweeper gives the item again. Jobs whose item was not claimable (settled, held by a
-   * live claim, task stopped) are done too: the item row, not the job, carries the work.
+   * and the maintenance loop gives the item again. Jobs whose item was not claimable (settled,
+   * held by a live claim, task stopped) are done too: the item row, not the job, carries the work.
    */
   async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<void> {
     const jobByItem = new Map<string, Job<ChildJobData>>();
@@ -189,7 +189,8 @@ export class ChildRunner {
       jobSignal.removeEventListener('abort', onJobAbort);
     }
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
-    // stored; if storing fails, renewals stop too, so the lease lapses and the sweeper takes over.
+    // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
+    // takes over.
     const recording: Promise<void> = this.#record(item, token, base, outcome, release)
       .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
       .finally(() => {

@@ -2,7 +2,7 @@ import type { RuntimeContext } from './context.ts';
 import { errorFields } from './logger.ts';
 
 export interface MaintenanceSettings {
-  /** How often each process sweeps. @default 5000 */
+  /** How often each process runs a maintenance pass. @default 5000 */
   intervalMs: number;
   /** Unfinished tasks untouched this long get their counters recomputed from item rows. @default 60000 */
   reconcileIdleMs: number;
@@ -11,17 +11,19 @@ export interface MaintenanceSettings {
 }
 
 /**
- * The sweeper every worker process runs. Each step is a conditional update, so any number of
- * processes may sweep at once without doing anything twice:
- * - items whose holder died (lease lapsed) go back to pending with a fresh job, or count as
- *   failed when that was their last attempt;
- * - running tasks past their deadline stop;
- * - idle unfinished tasks are reconciled (counters recomputed, finished if all settled), their
- *   pending items get jobs again when none is queued, and stray pending items of a stopping task
- *   are cancelled;
- * - finished tasks whose fan-in hook has not run get it run.
+ * One maintenance pass: an iteration of the maintenance loop every worker process runs. Each step
+ * is a conditional update, so any number of processes may run passes at once without doing
+ * anything twice:
+ * - recover lapsed claims: items whose holder died (lease lapsed) go back to pending with a fresh
+ *   job, or count as failed when that was their last attempt;
+ * - stop overdue tasks: running tasks past their deadline stop;
+ * - reconcile idle tasks: counters recomputed from item rows, the task finished if all are
+ *   settled; a task whose manager job is gone for good is stopped, and stray pending items of a
+ *   stopping task are cancelled;
+ * - requeue orphaned items: pending items of a quiet running task get jobs again when none is queued;
+ * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run.
  */
-export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
+export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
   const { store } = ctx;
   for (;;) {
     const recovered = await store.recoverLapsedItems(500, ctx.enqueueChildren);
@@ -66,7 +68,8 @@ export async function sweep(ctx: RuntimeContext, settings: MaintenanceSettings, 
 
 /**
  * Runs the fan-in hook of finished tasks (one task when `taskId` is given), each under a lease
- * so exactly one process runs it per round; a failed or crashed run is retried by a later sweep.
+ * so exactly one process runs it per round; a failed or crashed run is retried by a later
+ * maintenance pass.
  */
 export async function runFanIns(ctx: RuntimeContext, taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<void> {
   for (;;) {

@@ -22,7 +22,7 @@ import {
 import { ChildRunner, type ChildJobData } from './child-runner.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, type Logger } from './logger.ts';
-import { runFanIns, sweep, type MaintenanceSettings } from './maintenance.ts';
+import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
 import { runManager, type ManagerJobData } from './manager.ts';
 
 export interface FanoutRuntimeOptions {
@@ -44,7 +44,10 @@ export interface StartOptions {
   managers?: boolean;
   /** Work child jobs in this process. @default true */
   children?: boolean;
-  /** Sweep (lapsed claims, deadlines, reconcile, fan-in) in this process. @default true */
+  /**
+   * Run the maintenance loop in this process (recover lapsed claims, stop overdue tasks, reconcile
+   * idle tasks, requeue orphaned items, run pending fan-ins). @default true
+   */
   maintenance?: boolean;
 }
 
@@ -111,8 +114,9 @@ export class Fanout implements AsyncDisposable {
   readonly #shutdown = new AbortController();
   readonly #ctx: RuntimeContext;
   #children: ChildRunner | null = null;
-  #sweepTimer: NodeJS.Timeout | null = null;
-  #sweeping: Promise<void> | null = null;
+  #maintenanceTimer: NodeJS.Timeout | null = null;
+  /** The maintenance pass in progress, awaited by `stop()`. */
+  #maintenancePassRunning: Promise<void> | null = null;
   readonly #workedQueues: string[] = [];
   readonly #limits = new Map<string, GlobalLimit | RateLimit>();
   #state: 'new' | 'starting' | 'started' | 'stopping' | 'stopped' = 'new';
@@ -219,15 +223,15 @@ export class Fanout implements AsyncDisposable {
     if (options.maintenance ?? true) {
       const schedule = () => {
         const jitter = Math.random() * this.#maintenance.intervalMs * 0.2;
-        this.#sweepTimer = setTimeout(() => {
-          this.#sweeping = this.sweep()
-            .catch((error) => this.#reportError(error, 'sweep'))
+        this.#maintenanceTimer = setTimeout(() => {
+          this.#maintenancePassRunning = this.runMaintenance()
+            .catch((error) => this.#reportError(error, 'maintenance pass'))
             .finally(() => {
-              this.#sweeping = null;
+              this.#maintenancePassRunning = null;
               if (this.#state === 'started') schedule();
             });
         }, this.#maintenance.intervalMs + jitter);
-        this.#sweepTimer.unref();
+        this.#maintenanceTimer.unref();
       };
       schedule();
     }
@@ -357,9 +361,12 @@ export class Fanout implements AsyncDisposable {
     return result;
   }
 
-  /** One maintenance pass now (the background sweeper runs the same). */
-  async sweep(): Promise<void> {
-    await sweep(this.#ctx, this.#maintenance, [...this.#definitions.keys()]);
+  /**
+   * Runs one maintenance pass now: the maintenance loop (started with `maintenance: true`) runs the
+   * same every `maintenance.intervalMs`.
+   */
+  async runMaintenance(): Promise<void> {
+    await maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()]);
   }
 
   /**
@@ -391,7 +398,7 @@ export class Fanout implements AsyncDisposable {
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     if (this.#state === 'stopped' || this.#state === 'stopping') return;
     this.#state = 'stopping';
-    if (this.#sweepTimer) clearTimeout(this.#sweepTimer);
+    if (this.#maintenanceTimer) clearTimeout(this.#maintenanceTimer);
     const graceMs = options.graceMs ?? 10_000;
     const abortTimer = setTimeout(() => this.#shutdown.abort(new FanoutError('aborted', 'runtime stopping')), graceMs);
     try {
@@ -400,7 +407,7 @@ export class Fanout implements AsyncDisposable {
       } else {
         for (const queue of this.#workedQueues) await this.#boss.offWork(queue, { wait: true });
       }
-      await this.#sweeping;
+      await this.#maintenancePassRunning;
       await this.#children?.drain();
     } finally {
       clearTimeout(abortTimer);

@@ -302,13 +302,14 @@ export interface FanoutStore {
   retryFailed(taskId: string, enqueue: EnqueueItems, options?: { deadlineAt?: Date | null }): Promise<RetryFailedResult>;
 
   // -- maintenance ---------------------------------------------------------------------------
+  // The steps of the maintenance loop that every worker process runs (see `maintenancePass`).
   /** Items whose lease lapsed: requeued with a fresh job, or failed when out of attempts. */
   recoverLapsedItems(limit: number, enqueue: EnqueueItems): Promise<RecoverResult>;
   /** Running tasks past their deadline. */
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
-  /** Tasks that may need the sweeper: not finished, and untouched for `idleMs`. */
+  /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**
    * Takes the fan-in of a finished task whose current round has not had it, under a lease.

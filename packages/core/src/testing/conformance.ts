@@ -7,7 +7,7 @@ export interface ConformanceHarness {
   setup(): Promise<FanoutStore>;
   teardown?(): Promise<void>;
   /**
-   * Overwrites a task's counters behind the store's back, to prove the reconciler repairs drift.
+   * Overwrites a task's counters behind the store's back, to prove reconcile repairs drift.
    * Without it the drift test is skipped.
    */
   tamperCounters?(taskId: string, counters: { succeeded?: number; failed?: number; total?: number }): Promise<void>;

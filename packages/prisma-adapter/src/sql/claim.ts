@@ -1,0 +1,92 @@
+// Optimistic claim: a child takes its items with one conditional UPDATE that sets an owner token,
+// a lease and the attempt number, and only where the item is `pending`, or `running` under a lease
+// that lapsed with attempts left, and its task is `running`. There is no read-then-write to race:
+// two workers given the same item (a retried job, a job given twice) cannot both match the row,
+// since the second UPDATE waits for the first's row lock and then re-checks the condition. A retry
+// that finds the item held under a live lease skips it; a lapsed lease (its holder died) is taken
+// over. Every later write of the item (renew, settle, release) is conditional on the token, so a
+// worker whose claim was taken over can no longer change the item.
+//
+// Relaxed commits: claims and lease renewals run with `synchronous_commit` off for their own
+// transaction (the `relaxed` CTE), so they do not wait for the WAL to reach the disk. Losing one
+// in a database crash is harmless (the item is claimed again), and the durable settle that
+// follows flushes it anyway, since the WAL is written in order.
+import type { ClaimedItem, EnqueueItems, Release } from '@fanout/core';
+import { executor } from '../executor.ts';
+import { json } from '../json.ts';
+import type { PrismaQueryable } from '../prisma-like.ts';
+
+/** Claims the claimable ones of `ids` (valid uuids) for `token` until `leaseMs` from now. */
+export async function claimItems(db: PrismaQueryable, ids: readonly string[], token: string, leaseMs: number): Promise<ClaimedItem[]> {
+  // One statement, committed without waiting for the disk (see the note on relaxed commits).
+  // Items are found by primary key only, and their task is checked per row by a subquery: a
+  // join on task_id could lead the planner to walk every item of a large task.
+  const rows = await db.$queryRaw<
+    { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number }[]
+  >`
+    WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    claimed AS (
+      UPDATE fanout_item i SET
+        status = 'running', claim_token = ${token}::uuid,
+        lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond',
+        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp())
+      FROM relaxed
+      WHERE i.id = ANY(${ids}::uuid[])
+        AND (SELECT t.status = 'running'
+                    AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < clock_timestamp() AND i.attempts < t.max_attempts))
+             FROM fanout_task t WHERE t.id = i.task_id)
+      RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
+    )
+    SELECT c.*, t.kind, t.tenant, t.max_attempts FROM claimed c JOIN fanout_task t ON t.id = c.task_id`;
+  return rows.map((r) => ({
+    itemId: r.id,
+    taskId: r.task_id,
+    kind: r.kind,
+    tenant: r.tenant,
+    key: r.key,
+    snapshot: r.snapshot,
+    attempt: r.attempts,
+    maxAttempts: r.max_attempts,
+    round: r.round,
+  }));
+}
+
+/** Extends the leases of items still held under their tokens (relaxed commit); returns their ids. */
+export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    h AS (SELECT ${held.map((h) => h.itemId)}::uuid[] AS ids, ${held.map((h) => h.token)}::uuid[] AS tokens)
+    UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+    FROM h, relaxed
+    WHERE i.id = ANY(h.ids) AND i.claim_token = h.tokens[array_position(h.ids, i.id)] AND i.status = 'running'
+    RETURNING i.id`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Gives claims back after a transient failure, in `tx`: items of running tasks still held under
+ * their token go back to `pending`, and their retry jobs are enqueued (with each one's delay) in
+ * the same transaction. Returns the ids released.
+ */
+export async function releaseClaims(tx: PrismaQueryable, releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {
+  // A stop takes the task row FOR UPDATE before it cancels pending items: share-locking the
+  // tasks first orders this release before or after it, never across it (a release that
+  // slipped in after the stop's cancel would leave a pending item nobody may claim).
+  await tx.$queryRaw`
+    SELECT 1 FROM fanout_task WHERE id IN (SELECT task_id FROM fanout_item WHERE id = ANY(${releases.map((r) => r.itemId)}::uuid[]))
+    ORDER BY id FOR KEY SHARE`;
+  const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
+    WITH v AS (
+      SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
+             ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays
+    ), released AS (
+      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.errors[array_position(v.ids, i.id)]::jsonb
+      FROM v
+      WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
+        AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
+      RETURNING i.id, i.task_id, v.delays[array_position(v.ids, i.id)] AS delay_ms
+    )
+    SELECT r.*, t.kind FROM released r JOIN fanout_task t ON t.id = r.task_id`;
+  if (rows.length > 0) await enqueue(executor(tx), rows.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind, delayMs: r.delay_ms })));
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,98 @@
+// Dispatch: a task is created together with its manager job, and the manager inserts the task's
+// items a page at a time, each page with the child jobs of its items, in one transaction. A
+// manager that crashes mid-dispatch loses nothing (a page is all or nothing) and duplicates
+// nothing (a retried manager skips the keys the task already has).
+import { FanoutError, type EnqueueItems, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type TaskRecord, type TaskStatus } from '@fanout/core';
+import { executor } from '../executor.ts';
+import { uuidv7 } from '../ids.ts';
+import { json } from '../json.ts';
+import type { PrismaQueryable } from '../prisma-like.ts';
+import { toSettled, toTask, type TaskRow } from '../rows.ts';
+
+/** Rolls a dispatch page back because its task stopped while the page was being inserted. */
+export class StoppedWhileInserting extends Error {}
+
+/** Inserts a `queued` task and enqueues its manager job, both in `tx`. */
+export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<TaskRecord> {
+  const [row] = await tx.$queryRaw<TaskRow[]>`
+    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at)
+    VALUES (${uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
+            ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz)
+    RETURNING *`;
+  const record = toTask(row!);
+  await enqueue(executor(tx), record);
+  return record;
+}
+
+/** `queued` -> `running`; null when the task was not queued (the caller reads it as it is). */
+export async function startDispatch(db: PrismaQueryable, taskId: string): Promise<TaskRecord | null> {
+  const [started] = await db.$queryRaw<TaskRow[]>`
+    UPDATE fanout_task SET status = 'running', started_at = now(), updated_at = now()
+    WHERE id = ${taskId}::uuid AND status = 'queued'
+    RETURNING *`;
+  return started ? toTask(started) : null;
+}
+
+/**
+ * One page of items and their child jobs, in `tx`. Throws `StoppedWhileInserting` (to roll the
+ * page back) when the task stopped before the counters could be raised.
+ */
+export async function insertItemPage(tx: PrismaQueryable, taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult> {
+  // No lock up front, so pages of one task can be inserted side by side; the counter
+  // update at the end re-checks the status under the row lock, and rolls the page back
+  // if the task stopped meanwhile (a stop never sees this page's uncommitted items).
+  const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind'>[]>`SELECT status, kind FROM fanout_task WHERE id = ${taskId}::uuid`;
+  if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+  if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
+
+  // A key the task already has (a manager retried after a crash), or repeated in the
+  // page, is skipped.
+  const inserted = await tx.$queryRaw<{ id: string; status: string }[]>`
+    INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+    SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
+           CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+           CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+    FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
+                ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
+         WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+    ORDER BY x.ord
+    ON CONFLICT (task_id, key) DO NOTHING
+    RETURNING id, status`;
+  const failed = inserted.filter((row) => row.status === 'failed').length;
+  const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
+  if (pending.length > 0) {
+    // pg-boss's foreign keys are deferred to the commit, where this transaction holds the
+    // task row (below) and every settle of the task would wait for 2 checks per job: check
+    // them as the jobs go in instead.
+    await tx.$queryRaw`SET CONSTRAINTS ALL IMMEDIATE`;
+    await enqueue(executor(tx), pending);
+  }
+  // The counters last: the task row stays locked until the commit, and every settle of this
+  // task waits for that lock, so it is taken after the slow part (the jobs), not before.
+  const [counted] = await tx.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
+    WHERE id = ${taskId}::uuid AND status = 'running'
+    RETURNING id`;
+  if (!counted) throw new StoppedWhileInserting();
+  return { inserted: inserted.length, status: 'running' as const };
+}
+
+/**
+ * Marks the dispatch done (`total` is final) and, in the same statement, finishes the task when
+ * every item is already settled or its failures are over the tolerance. Only the first call
+ * changes anything (`dispatched_at IS NULL`).
+ */
+export async function finishDispatch(db: PrismaQueryable, taskId: string): Promise<SettledTask | null> {
+  const [row] = await db.$queryRaw<TaskRow[]>`
+    UPDATE fanout_task SET
+      dispatched_at = now(), updated_at = now(),
+      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
+      status = fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total,
+                                  fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
+      completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total,
+                                  fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
+                          THEN now() ELSE completed_at END
+    WHERE id = ${taskId}::uuid AND dispatched_at IS NULL
+    RETURNING *`;
+  return row ? toSettled(row) : null;
+}

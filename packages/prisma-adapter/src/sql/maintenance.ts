@@ -1,0 +1,107 @@
+// Maintenance: the statements behind the maintenance loop's steps (recover lapsed claims, find
+// overdue tasks, reconcile idle tasks). Any number of processes run the loop at once, so each step
+// is safe to run concurrently: lapsed items are taken FOR UPDATE SKIP LOCKED (two passes split
+// them instead of both handling one) and then only changed through conditional statements; a
+// reconcile holds the task row FOR UPDATE while it recomputes the counters from the item rows (the
+// truth); the candidate queries only read.
+import type { EnqueueItems, Outcome, ReconcileResult, RecoverResult } from '@fanout/core';
+import { executor } from '../executor.ts';
+import type { PrismaQueryable } from '../prisma-like.ts';
+import { isTerminalStatus, toSettled, type TaskRow } from '../rows.ts';
+import { lockTask } from './reads.ts';
+import { settleAndIncrement } from './settle.ts';
+
+/**
+ * Up to `limit` items whose lease lapsed (their holder died), in `tx`: requeued with a fresh job
+ * while they have attempts left and their task runs, else settled as failed (out of attempts) or
+ * cancelled (their task is stopping), through the same atomic increment as a child's settle.
+ */
+export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enqueue: EnqueueItems): Promise<RecoverResult> {
+  const lapsed = await tx.$queryRaw<
+    { id: string; task_id: string; kind: string; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
+  >`
+    SELECT i.id, i.task_id, t.kind, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
+    FROM fanout_task t JOIN fanout_item i ON i.task_id = t.id
+    WHERE t.status IN ('running', 'stopping') AND i.status = 'running' AND i.lease_until < clock_timestamp()
+    LIMIT ${limit}::int
+    FOR UPDATE OF i SKIP LOCKED`;
+  if (lapsed.length === 0) return { requeued: 0, failed: { settled: [], tasks: [] } };
+  // Re-read the tasks' status under a share lock, for the same reason as in releaseClaims.
+  const running = new Set(
+    (
+      await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM fanout_task WHERE id = ANY(${[...new Set(lapsed.map((r) => r.task_id))]}::uuid[]) AND status = 'running'
+        ORDER BY id FOR KEY SHARE`
+    ).map((r) => r.id),
+  );
+  for (const r of lapsed) r.task_status = running.has(r.task_id) ? 'running' : 'stopped';
+  const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
+  const settle: Outcome[] = lapsed
+    .filter((r) => !requeue.includes(r))
+    .map((r) =>
+      r.task_status === 'running'
+        ? {
+            itemId: r.id,
+            token: r.claim_token,
+            status: 'failed' as const,
+            error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts },
+          }
+        : { itemId: r.id, token: r.claim_token, status: 'cancelled' as const },
+    );
+  if (requeue.length > 0) {
+    await tx.$queryRaw`
+      UPDATE fanout_item SET status = 'pending', claim_token = NULL, lease_until = NULL,
+        error = jsonb_build_object('code', 'lease_lapsed', 'message', 'the worker holding this item stopped renewing its claim', 'attempt', attempts)
+      WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])`;
+    await enqueue(executor(tx), requeue.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind })));
+  }
+  const failed = settle.length > 0 ? await settleAndIncrement(tx, settle) : { settled: [], tasks: [] };
+  return { requeued: requeue.length, failed };
+}
+
+/** Up to `limit` running tasks past their deadline, the longest overdue first. */
+export async function overdueTasks(db: PrismaQueryable, limit: number): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM fanout_task WHERE status = 'running' AND deadline_at < now() ORDER BY deadline_at LIMIT ${limit}::int`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Reconcile, in `tx`: recomputes the task's counters from its item rows under the task's row lock,
+ * and finishes the task when every item is settled. Null when the task does not exist.
+ */
+export async function reconcileTask(tx: PrismaQueryable, taskId: string): Promise<ReconcileResult | null> {
+  const before = await lockTask(tx, taskId);
+  if (!before) return null;
+  const [counts] = await tx.$queryRaw<{ total: number; succeeded: number; failed: number; cancelled: number }[]>`
+    SELECT count(*)::int AS total,
+           count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+           count(*) FILTER (WHERE status = 'failed')::int AS failed,
+           count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+    FROM fanout_item WHERE task_id = ${taskId}::uuid`;
+  const c = counts!;
+  const [after] = await tx.$queryRaw<TaskRow[]>`
+    UPDATE fanout_task SET total = ${c.total}::int, succeeded = ${c.succeeded}::int, failed = ${c.failed}::int,
+      cancelled = ${c.cancelled}::int, updated_at = now(),
+      status = fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int),
+      completed_at = CASE WHEN fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL,
+                             ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int) <> status
+                          THEN now() ELSE completed_at END
+    WHERE id = ${taskId}::uuid
+    RETURNING *`;
+  const drift: ReconcileResult['drift'] = [];
+  for (const field of ['total', 'succeeded', 'failed', 'cancelled'] as const) {
+    if (before[field] !== c[field]) drift.push({ field, was: before[field], now: c[field] });
+  }
+  const settled = toSettled(after!, isTerminalStatus(before.status));
+  return { taskId, drift, finished: settled.finished, task: settled };
+}
+
+/** Up to `limit` unfinished tasks untouched for `idleMs`, the longest idle first. */
+export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, limit: number): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM fanout_task
+    WHERE status IN ('queued', 'running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
+    ORDER BY updated_at LIMIT ${limit}::int`;
+  return rows.map((r) => r.id);
+}

@@ -1,7 +1,13 @@
-export { bearerAuth, ownedTask, parseRequest, taskRoutes, taskView } from './routes.ts';
-export type { AuthEnv, Principal, TaskRoutesOptions } from './routes.ts';
+export { healthRoutes, ownedTask, routerOf, taskRoutes, taskView } from './routes.ts';
+export type { TaskRoutesOptions } from './routes.ts';
+export { bearerAuth, mountRoute, openApiPath, parseRequest, route } from './route.ts';
+export type { AuthEnv, Principal, ResponseSpec, Role, RouteSpec } from './route.ts';
 export { errorResponse, HttpError, STATUS_OF, validationError } from './errors.ts';
 export type { ErrorBody, Issue } from './errors.ts';
 export { openApiDocument } from './openapi.ts';
-export type { RouteDoc } from './openapi.ts';
 export * from './schemas.ts';
+export { csvCell, csvLine, csvLines } from './export/csv.ts';
+export type { CsvColumn } from './export/csv.ts';
+export { jsonArrayOf, textStream } from './export/stream.ts';
+export { resultExportRoutes, taskItems } from './export/results.ts';
+export type { ResultExport } from './export/results.ts';

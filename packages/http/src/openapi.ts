@@ -1,25 +1,13 @@
 import { z } from 'zod';
-
-export interface RouteDoc {
-  method: 'get' | 'post';
-  /** OpenAPI path template, e.g. `/tasks/{id}`. */
-  path: string;
-  summary: string;
-  params?: z.ZodObject;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  responses: Record<number, z.ZodType>;
-  /** @default true */
-  auth?: boolean;
-}
+import { openApiPath, type ResponseSpec, type RouteSpec } from './route.ts';
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): unknown {
   // Schemas the document cannot express (transforms, custom checks) are described as `{}`.
   return z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'openapi-3.0' });
 }
 
-function parameters(schema: z.ZodObject | undefined, where: 'path' | 'query') {
-  if (!schema) return [];
+function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
+  if (!(schema instanceof z.ZodObject)) return [];
   return Object.entries(schema.shape).map(([name, field]) => ({
     name,
     in: where,
@@ -28,28 +16,32 @@ function parameters(schema: z.ZodObject | undefined, where: 'path' | 'query') {
   }));
 }
 
+function response(status: string, spec: ResponseSpec) {
+  const description = status.startsWith('2') ? 'success' : 'error';
+  if (spec instanceof z.ZodType) return { description, content: { 'application/json': { schema: jsonSchema(spec, 'output') } } };
+  return { description: spec.description ?? description, content: { [spec.contentType]: { schema: { type: 'string' } } } };
+}
+
 /** An OpenAPI 3 document generated from the same zod schemas the routes validate with. */
-export function openApiDocument(options: { title: string; basePath: string; routes: readonly RouteDoc[] }) {
+export function openApiDocument(options: { title: string; basePath: string; routes: readonly RouteSpec[]; rootRoutes?: readonly RouteSpec[] }) {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of options.routes) {
-    const path = `${options.basePath}${route.path}`;
+  const add = (base: string, route: RouteSpec) => {
+    const path = `${base}${openApiPath(route.path)}`;
     paths[path] ??= {};
     paths[path][route.method] = {
       summary: route.summary,
       ...(route.auth === false ? { security: [] } : {}),
-      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      parameters: [
+        ...parameters(route.params, 'path'),
+        ...parameters(route.query, 'query'),
+        ...Object.entries(route.headers ?? {}).map(([name, h]) => ({ name, in: 'header', required: h.required ?? false, description: h.description, schema: { type: 'string' } })),
+      ],
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
-      responses: Object.fromEntries(
-        Object.entries(route.responses).map(([status, schema]) => [
-          status,
-          {
-            description: status.startsWith('2') ? 'success' : 'error',
-            content: route.path.endsWith('/events') && status === '200' ? { 'text/event-stream': { schema: { type: 'string' } } } : { 'application/json': { schema: jsonSchema(schema, 'output') } },
-          },
-        ]),
-      ),
+      responses: Object.fromEntries(Object.entries(route.responses).map(([status, spec]) => [status, response(status, spec)])),
     };
-  }
+  };
+  for (const route of options.routes) add(options.basePath, route);
+  for (const route of options.rootRoutes ?? []) add('', route);
   return {
     openapi: '3.0.3',
     info: { title: options.title, version: '1' },

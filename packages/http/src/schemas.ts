@@ -37,7 +37,8 @@ export const itemViewSchema = z.object({
   finishedAt: z.iso.datetime().nullable(),
 });
 
-const limit = z.coerce.number({ error: 'must be a number' }).int().min(1).max(200).default(50);
+const LIMIT_RULE = 'must be an integer from 1 to 200';
+const limit = z.coerce.number({ error: LIMIT_RULE }).int({ error: LIMIT_RULE }).min(1, { error: LIMIT_RULE }).max(200, { error: LIMIT_RULE }).default(50);
 const cursor = z.string().min(1).max(500).optional();
 
 export const listTasksQuery = z.object({ limit, cursor, status: taskStatusSchema.optional() }).strict();

@@ -1,65 +1,69 @@
-import { bearerAuth, errorResponse, HttpError, ownedTask, parseRequest, taskRoutes, type AuthEnv, type Principal } from '@fanout/http';
-import type { TaskEventSubscriber } from '@fanout/sse-pg';
-import { Hono, type Context } from 'hono';
+// The ASL app's wiring for the Fanout kit: configuration, services, routes, exports, console,
+// and what a local run starts. The fan-out itself is in definition.ts.
+import { join } from 'node:path';
+import { defineApp, intVar, stringVar } from '@fanout/kit';
 import { z } from 'zod';
+import { PrismaClient } from '../generated/prisma/client.ts';
 import { dashboardHtml } from './dashboard.ts';
-import { taskResults, toCsv } from './results.ts';
-import type { AslRuntime } from './runtime.ts';
+import { aslExtract } from './definition.ts';
+import { OfflineExtractor } from './extract/offline.ts';
+import { OpenAiExtractor } from './extract/openai.ts';
+import { startSimulatedLlm } from './extract/simulated-llm.ts';
+import { createSampleLibrary } from './library/sample.ts';
+import { libraryRoutes } from './library/routes.ts';
+import { FileStorage } from './library/storage.ts';
+import { RESULT_COLUMNS, resultRows } from './results.ts';
 
-export const PREFIX = '/api/asl';
-
-/** Bearer tokens and their tenants, e.g. from ASL_TOKENS="token-a:team-a,token-b:team-b". */
-export function parseTokens(spec: string): Map<string, string> {
-  const tokens = new Map<string, string>();
-  for (const pair of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
-    const [token, tenant] = pair.split(':');
-    if (!token || !tenant) throw new Error(`ASL_TOKENS: "${pair}" must be token:tenant`);
-    tokens.set(token, tenant);
-  }
-  return tokens;
-}
-
-const documentsQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(200) }).strict();
-
-/** The ASL API: the shared task routes, the library, result exports, and the dashboard page. */
-export function aslApp(rt: AslRuntime, options: { tokens: Map<string, string>; subscriber?: TaskEventSubscriber }): Hono {
-  const authenticate = (token: string): Principal | null => {
-    const tenant = options.tokens.get(token);
-    return tenant ? { tenant } : null;
-  };
-  const routes = taskRoutes({
-    fanout: rt.fanout,
-    definition: rt.definition,
-    authenticate,
-    basePath: PREFIX,
-    title: 'ASL full-text extraction',
-    ...(options.subscriber ? { subscriber: options.subscriber } : {}),
-  });
-
-  // App routes under the same prefix and the same rules (bearer token, tenant, JSON errors).
-  const extra = new Hono<AuthEnv>();
-  const requireAuth = bearerAuth(authenticate);
-  extra.onError((error, c) => errorResponse(c, error, (message, data) => rt.fanout.logger.error(message, data)));
-  extra.get('/documents', requireAuth, async (c) => {
-    const query = parseRequest(documentsQuery, c.req.query(), 'query');
-    const docs = await rt.prisma.kbDocument.findMany({ where: { owner: c.get('principal').tenant }, orderBy: [{ createdAt: 'asc' }, { filename: 'asc' }], take: query.limit });
-    return c.json({ documents: docs.map((d) => ({ id: d.id, title: d.title, filename: d.filename, createdAt: d.createdAt.toISOString() })) });
-  });
-  const results = async (c: Context<AuthEnv>) => {
-    const task = await ownedTask(c, rt.fanout, rt.definition);
-    const rows = await taskResults(rt, task.id);
-    if (rows === 'not_finished') throw new HttpError(409, 'conflict', `task ${task.id} is ${task.status}; results are exported once it has finished`);
-    return rows;
-  };
-  extra.get('/tasks/:id/results.json', requireAuth, async (c) => c.json({ results: await results(c) }));
-  extra.get('/tasks/:id/results.csv', requireAuth, async (c) => {
-    const rows = await results(c);
-    return c.body(toCsv(rows), 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="asl-${c.req.param('id')}.csv"` });
-  });
-
-  const app = new Hono();
-  app.route(PREFIX, extra);
-  app.route(PREFIX, routes);
-  app.get('/', (c) => c.html(dashboardHtml(PREFIX)));
-  return app;
-}
+export default defineApp({
+  name: 'asl',
+  title: 'ASL full-text extraction',
+  module: import.meta.url,
+  prisma: (adapter) => new PrismaClient({ adapter }),
+  migrations: [new URL('../prisma/migrations', import.meta.url)],
+  env: {
+    ASL_STORAGE_DIR: stringVar().optional(),
+    ASL_LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    ASL_LLM_API_KEY: stringVar().default(''),
+    ASL_LLM_MODEL: stringVar().default('gpt-4o-mini'),
+    ASL_LLM_CONCURRENCY: intVar({ min: 1, max: 1000 }).default(5),
+    ASL_LLM_PER_MINUTE: intVar({ min: 1 }).optional(),
+  },
+  setup({ prisma, env }) {
+    const storage = new FileStorage(env.ASL_STORAGE_DIR ?? join(env.FANOUT_DATA_DIR, 'asl', 'files'));
+    const llm = env.ASL_LLM_BASE_URL ? { baseUrl: env.ASL_LLM_BASE_URL, apiKey: env.ASL_LLM_API_KEY, model: env.ASL_LLM_MODEL } : null;
+    const extractor = llm ? new OpenAiExtractor(llm) : new OfflineExtractor();
+    const llmPerMinute = env.ASL_LLM_PER_MINUTE ?? (llm ? 600 : null);
+    return { storage, extractor, definition: aslExtract({ prisma, storage, extractor, llmConcurrency: env.ASL_LLM_CONCURRENCY, llmPerMinute }) };
+  },
+  routes: ({ prisma }) => libraryRoutes(prisma),
+  results: ({ prisma, fanout }) => ({ name: 'asl', rows: (task) => resultRows(prisma, fanout, task), columns: RESULT_COLUMNS }),
+  console: {
+    newTask: {
+      title: 'New batch',
+      submitLabel: 'Start batch',
+      fields: [{ kind: 'multiselect', name: 'documentIds', label: 'Papers', min: 1, source: { path: '/documents?limit=1000', list: 'documents', value: 'id', label: 'title', detail: 'filename' } }],
+      options: true,
+    },
+    columns: [
+      { label: 'File', path: 'snapshot.filename' },
+      { label: 'Fields found', path: 'result.fieldsFound', format: 'number' },
+      { label: 'Model', path: 'result.model' },
+    ],
+  },
+  page: dashboardHtml,
+  local: {
+    port: 3000,
+    async seed({ prisma, services }, tenant) {
+      if ((await prisma.kbDocument.count({ where: { owner: tenant } })) > 0) return;
+      const ids = await createSampleLibrary(prisma, services.storage, tenant, 60);
+      return `library:  ${ids.length} generated papers (a few corrupt or encrypted) in ${services.storage.root}`;
+    },
+    // Unless an LLM is configured (or ASL_EXTRACTOR=offline), a simulated one answers, with the
+    // latency and the 429s and 503s of a real provider, so a local run shows the limits at work.
+    async services() {
+      if (process.env.ASL_LLM_BASE_URL || process.env.ASL_EXTRACTOR === 'offline') return [];
+      const llm = await startSimulatedLlm();
+      return [{ env: { ASL_LLM_BASE_URL: llm.baseUrl, ASL_LLM_MODEL: 'simulated-llm' }, describe: `LLM:      simulated at ${llm.baseUrl} (0.4-1.8 s an answer, some 429 and 503)`, close: llm.close }];
+    },
+  },
+});

@@ -1,5 +1,6 @@
-import { isTerminalTaskStatus, type ItemRecord } from '@fanout/core';
-import type { AslRuntime } from './runtime.ts';
+import { taskItems, type CsvColumn } from '@fanout/http';
+import type { Fanout, ItemRecord, TaskRecord } from '@fanout/core';
+import type { PrismaClient } from '../generated/prisma/client.ts';
 import { STUDY_FIELDS, type StudyData } from './extract/study.ts';
 
 export interface ResultRow {
@@ -14,46 +15,34 @@ export interface ResultRow {
 }
 
 /** Every item of a finished task with its extraction (or its failure), in dispatch order. */
-export async function taskResults(rt: AslRuntime, taskId: string): Promise<ResultRow[] | 'not_finished'> {
-  const task = await rt.fanout.getTask(taskId);
-  if (!task || !isTerminalTaskStatus(task.status)) return 'not_finished';
-  const extractions = new Map((await rt.prisma.aslExtraction.findMany({ where: { taskId } })).map((e) => [e.itemId, e]));
-  const rows: ResultRow[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await rt.fanout.listItems(taskId, { limit: 1000, cursor });
-    for (const item of page.rows) {
-      const snapshot = item.snapshot as { documentId: string; filename: string | null; title: string | null };
-      const extraction = extractions.get(item.id);
-      rows.push({
-        documentId: snapshot.documentId,
-        filename: snapshot.filename,
-        title: snapshot.title,
-        status: item.status,
-        error: item.status === 'succeeded' ? null : item.error && { code: item.error.code, message: item.error.message },
-        model: extraction?.model ?? null,
-        promptVersion: extraction?.promptVersion ?? null,
-        fields: item.status === 'succeeded' ? ((extraction?.fields as StudyData | undefined) ?? null) : null,
-      });
-    }
-    cursor = page.nextCursor;
-  } while (cursor);
-  return rows;
+export async function* resultRows(prisma: PrismaClient, fanout: Fanout, task: TaskRecord): AsyncGenerator<ResultRow> {
+  const extractions = new Map((await prisma.aslExtraction.findMany({ where: { taskId: task.id } })).map((e) => [e.itemId, e]));
+  for await (const item of taskItems(fanout, task.id)) {
+    const snapshot = item.snapshot as { documentId: string; filename: string | null; title: string | null };
+    const extraction = extractions.get(item.id);
+    yield {
+      documentId: snapshot.documentId,
+      filename: snapshot.filename,
+      title: snapshot.title,
+      status: item.status,
+      error: item.status === 'succeeded' ? null : item.error && { code: item.error.code, message: item.error.message },
+      model: extraction?.model ?? null,
+      promptVersion: extraction?.promptVersion ?? null,
+      fields: item.status === 'succeeded' ? ((extraction?.fields as StudyData | undefined) ?? null) : null,
+    };
+  }
 }
 
-const csvCell = (value: unknown): string => {
-  const text = value === null || value === undefined ? '' : String(value);
-  // Quote everything that needs it; a leading formula character is defused for spreadsheets.
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-  return /[",\n\r]/.test(safe) || safe !== text ? `"${safe.replaceAll('"', '""')}"` : safe;
-};
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-export function toCsv(rows: ResultRow[]): string {
-  const header = ['document_id', 'filename', 'status', ...STUDY_FIELDS.map((f) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)), 'error_code', 'error', 'model', 'prompt_version'];
-  const lines = rows.map((r) =>
-    [r.documentId, r.filename, r.status, ...STUDY_FIELDS.map((f) => r.fields?.[f]?.value ?? null), r.error?.code ?? null, r.error?.message ?? null, r.model, r.promptVersion]
-      .map(csvCell)
-      .join(','),
-  );
-  return `${[header.join(','), ...lines].join('\r\n')}\r\n`;
-}
+/** The CSV: one line per paper, each study field's value in its own column. */
+export const RESULT_COLUMNS: CsvColumn<ResultRow>[] = [
+  { header: 'document_id', value: (r) => r.documentId },
+  { header: 'filename', value: (r) => r.filename },
+  { header: 'status', value: (r) => r.status },
+  ...STUDY_FIELDS.map((f): CsvColumn<ResultRow> => ({ header: snake(f), value: (r) => r.fields?.[f]?.value ?? null })),
+  { header: 'error_code', value: (r) => r.error?.code ?? null },
+  { header: 'error', value: (r) => r.error?.message ?? null },
+  { header: 'model', value: (r) => r.model },
+  { header: 'prompt_version', value: (r) => r.promptVersion },
+];

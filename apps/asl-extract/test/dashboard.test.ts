@@ -35,7 +35,7 @@ afterAll(async () => {
 describe('dashboard in headless Chromium', () => {
   it('starts a batch, watches the bar reach 100%, shows a failure reason, retries the failed items', async () => {
     // Papers 20..27: paper 23 is corrupt.
-    await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 8, 20);
+    await createSampleLibrary(t.prisma, t.storage, 'team-a', 8, 20);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -74,7 +74,7 @@ describe('dashboard in headless Chromium', () => {
   });
 
   it('shows a task started elsewhere with its live progress', async () => {
-    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 30, 200);
+    const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 30, 200);
     const page = await browser.newPage();
     await page.goto(`${t.apiUrl}/#token=token-a`);
     await page.locator('#tasks .task').first().waitFor();

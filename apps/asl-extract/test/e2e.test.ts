@@ -27,7 +27,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
     await using t = await aslTest();
     await t.api();
     await t.workers(2);
-    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 200);
+    const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 200);
     const bad = Array.from({ length: 200 }, (_, i) => sampleKind(i + 1)).filter((k) => k !== 'good').length;
     expect(bad).toBe(12);
 
@@ -90,9 +90,9 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
     try {
       await using t = await aslTest();
       await t.api();
-      await t.workers(3, { ASL_LLM_BASE_URL: llmUrl, ASL_LLM_API_KEY: 'sk-test', ASL_LLM_MODEL: 'fake-model', ASL_WORKER_CONCURRENCY: 10 });
+      await t.workers(3, { ASL_LLM_BASE_URL: llmUrl, ASL_LLM_API_KEY: 'sk-test', ASL_LLM_MODEL: 'fake-model', FANOUT_WORKER_CONCURRENCY: 10 });
       // Papers 1..45 minus the unreadable ones (23: corrupt, 41: encrypted), which never reach the LLM.
-      const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 45);
+      const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 45);
       const id = await submit(t, ids);
       expect(await ended(t, id)).toMatchObject({ status: 'completed', total: 45, succeeded: 43, failed: 2 });
       expect(maxInFlight).toBeLessThanOrEqual(5);
@@ -101,10 +101,10 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       for (const [paper, n] of attempts) expect(n, paper).toBe(Number(paper.split(' ')[1]) % 3 === 2 ? 1 : 2);
       // Every call took a slot of the shared rate limit (600 a minute by default with an LLM).
       const calls = [...attempts.values()].reduce((a, b) => a + b, 0);
-      const [taken] = await t.rt.prisma.$queryRaw<{ n: number }[]>`
+      const [taken] = await t.prisma.$queryRaw<{ n: number }[]>`
         SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'asl_llm_rpm' AND available_at > now()`;
       expect(taken!.n).toBe(calls);
-      const rows = await t.rt.prisma.aslExtraction.findMany({ where: { taskId: id } });
+      const rows = await t.prisma.aslExtraction.findMany({ where: { taskId: id } });
       expect(rows).toHaveLength(43);
       expect(new Set(rows.map((r) => r.model))).toEqual(new Set(['fake-model']));
     } finally {
@@ -116,15 +116,15 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
   it('works from the snapshot when a document is deleted after submission; a missing file or a foreign document fails with a reason', async () => {
     await using t = await aslTest();
     await t.api();
-    const [kept, deleted, fileless] = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 3);
-    const [foreign] = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-b', 1, 100);
-    const row = await t.rt.prisma.kbDocument.findUniqueOrThrow({ where: { id: fileless! } });
+    const [kept, deleted, fileless] = await createSampleLibrary(t.prisma, t.storage, 'team-a', 3);
+    const [foreign] = await createSampleLibrary(t.prisma, t.storage, 'team-b', 1, 100);
+    const row = await t.prisma.kbDocument.findUniqueOrThrow({ where: { id: fileless! } });
     await import('node:fs/promises').then((fs) => fs.rm(`${t.storageDir}/${row.storageKey}`));
     const id = await submit(t, [kept!, deleted!, fileless!, foreign!]);
     // The manager runs in a worker: snapshot first, then delete the library entry.
     await t.workers(1);
     await waitFor(async () => ((await (await t.call('GET', `/tasks/${id}`)).json()) as { dispatched: boolean }).dispatched, { message: 'dispatched' });
-    await t.rt.prisma.kbDocument.delete({ where: { id: deleted! } });
+    await t.prisma.kbDocument.delete({ where: { id: deleted! } });
     const task = await ended(t, id);
     expect(task).toMatchObject({ total: 4, succeeded: 2, failed: 2 });
     const items = (await (await t.call('GET', `/tasks/${id}/items`)).json()) as { items: { key: string; status: string; error: { code: string; message: string } | null }[] };
@@ -138,7 +138,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
     await using t = await aslTest();
     await t.api();
     await t.workers(1);
-    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 2);
+    const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 2);
     const id = await submit(t, ids);
     await ended(t, id);
     for (const [method, path] of [
@@ -182,7 +182,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
   it('a cancel made on the API process reaches the event stream', async () => {
     await using t = await aslTest();
     await t.api(); // no workers: the task stays queued until the cancel
-    const ids = await createSampleLibrary(t.rt.prisma, t.rt.storage, 'team-a', 3);
+    const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 3);
     const id = await submit(t, ids);
     const res = await t.call('GET', `/tasks/${id}/events`);
     const sse = collectEventStream(res.body!);

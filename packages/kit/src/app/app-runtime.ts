@@ -1,0 +1,70 @@
+import { fileURLToPath } from 'node:url';
+import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
+import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
+import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
+import type { Env, EnvShape } from '../config/env.ts';
+import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
+import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
+
+/** Every migration folder an app needs, in order: Fanout's tables, the event payloads, the app's own. */
+export function appMigrations(app: AppSpec<any, any, any>): string[] {
+  return [fanoutMigrations, eventMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
+}
+
+export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E extends EnvShape = EnvShape, S extends AppServices = AppServices> extends AsyncDisposable {
+  app: AppSpec<P, E, S>;
+  ctx: AppContext<P, E, S>;
+  db: PrismaDatabase<P>;
+  fanout: Fanout;
+  /** Stops the runtime (handlers get `graceMs`), then the app's services, then the database connections. */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+/**
+ * An app's side of one process: its database (pool, client, store), its services from `setup`,
+ * and a runtime for its definition, configured from the environment. Not started.
+ */
+export async function openApp<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
+  app: AppSpec<P, E, S>,
+  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger },
+): Promise<AppRuntime<P, E, S>> {
+  const { env, role } = options;
+  const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
+  const db = openPrismaDatabase({
+    databaseUrl: options.databaseUrl,
+    prisma: app.prisma,
+    logger,
+    poolSize: env.FANOUT_POOL_SIZE,
+    applicationName: `fanout-${app.name}-${role}`,
+  });
+  let services: S;
+  try {
+    services = await app.setup({ prisma: db.prisma, env, logger, role });
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const fanout = fanoutOn(db, {
+    definitions: [services.definition],
+    logger,
+    worker: {
+      concurrency: env.FANOUT_WORKER_CONCURRENCY,
+      ...(env.FANOUT_LEASE_MS ? { leaseMs: env.FANOUT_LEASE_MS } : {}),
+      ...(env.FANOUT_CONTROL_POLL_MS ? { controlPollMs: env.FANOUT_CONTROL_POLL_MS } : {}),
+    },
+    ...(env.FANOUT_MAINTENANCE_MS ? { maintenance: { intervalMs: env.FANOUT_MAINTENANCE_MS } } : {}),
+    ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
+  });
+  const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
+  let closing: Promise<void> | null = null;
+  const close = (closeOptions: { graceMs?: number } = {}) =>
+    (closing ??= (async () => {
+      try {
+        await fanout.stop({ graceMs: closeOptions.graceMs ?? env.FANOUT_DRAIN_MS });
+        await services.close?.();
+      } finally {
+        await db.close();
+      }
+    })());
+  return { app, ctx, db, fanout, close, [Symbol.asyncDispose]: () => close() };
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { parseTokens, type TokenTable } from '../auth/tokens.ts';
+
+/** A configuration mistake: names the variable and the rule, once per problem. */
+export class ConfigError extends Error {
+  readonly issues: readonly { variable: string; rule: string }[];
+  constructor(issues: readonly { variable: string; rule: string }[]) {
+    const lines = issues.map((i) => `${i.variable}: ${i.rule}`);
+    super(`invalid configuration: ${lines.join('; ')}`);
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+/** An integer variable with its bounds in the message: "must be an integer from 1 to 100". */
+export function intVar(options: { min: number; max?: number }) {
+  const rule = options.max === undefined ? `must be an integer >= ${options.min}` : `must be an integer from ${options.min} to ${options.max}`;
+  const number = z.coerce.number({ error: rule }).int({ error: rule }).min(options.min, { error: rule });
+  return options.max === undefined ? number : number.max(options.max, { error: rule });
+}
+
+/** A string variable. */
+export const stringVar = () => z.string();
+
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\/\S+$/, { error: 'must be a postgres:// or postgresql:// connection URL' });
+
+const tokens = z.string().transform((spec, ctx): TokenTable => {
+  try {
+    return parseTokens(spec);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
+/** The variables every Fanout app reads. An app adds its own with `env` in `defineApp`. */
+export const commonEnv = {
+  /** The database (tasks, jobs, the app's tables). Optional for a local run: an embedded PostgreSQL then. */
+  DATABASE_URL: postgresUrl.optional(),
+  /** HTTP port of an API (or local) process; 0 picks a free one. */
+  PORT: intVar({ min: 0, max: 65535 }).optional(),
+  HOST: stringVar().default('127.0.0.1'),
+  /** Bearer tokens: `token:tenant[:role],…`, role `user` (default) or `operator`. */
+  FANOUT_TOKENS: tokens.optional(),
+  FANOUT_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error'], { error: 'must be one of debug, info, warn, error' }).default('warn'),
+  /** Database connections per process (Prisma and the store share them; pg-boss has as many). */
+  FANOUT_POOL_SIZE: intVar({ min: 1, max: 200 }).default(10),
+  /** Child handlers in flight in one worker process. */
+  FANOUT_WORKER_CONCURRENCY: intVar({ min: 1, max: 10_000 }).default(10),
+  /** Claim lease of an item (a dead worker's items are taken over after it). */
+  FANOUT_LEASE_MS: intVar({ min: 1000 }).optional(),
+  /** How often each worker process runs a maintenance pass. */
+  FANOUT_MAINTENANCE_MS: intVar({ min: 10 }).optional(),
+  /** How often cancels are noticed by running handlers. */
+  FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
+  /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */
+  FANOUT_SUPERVISE_SECONDS: intVar({ min: 1 }).optional(),
+  /** Where a local run keeps its files (apps put theirs in a folder of their own under it). */
+  FANOUT_DATA_DIR: stringVar().default('.data'),
+  /** How long a stopping process lets running handlers finish before aborting them. */
+  FANOUT_DRAIN_MS: intVar({ min: 0 }).default(10_000),
+};
+
+export type EnvShape = Record<string, z.ZodType>;
+export type CommonEnv = z.output<z.ZodObject<typeof commonEnv>>;
+export type Env<E extends EnvShape> = CommonEnv & z.output<z.ZodObject<E>>;
+
+// Values of these are never repeated in an error: they may hold credentials.
+const SECRET = /TOKEN|KEY|SECRET|PASSWORD|URL/i;
+
+/**
+ * Reads the common variables and the app's own from `source` (default `process.env`), validated
+ * with zod. An empty variable counts as unset, as shells and `.env` files mean it. Every problem
+ * is reported at once, each naming its variable and its rule.
+ */
+export function loadEnv<E extends EnvShape>(appEnv: E, source: Record<string, string | undefined> = process.env): Env<E> {
+  const schema = z.object({ ...commonEnv, ...appEnv });
+  const values = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== ''));
+  const result = schema.safeParse(values);
+  if (result.success) return result.data as Env<E>;
+  throw new ConfigError(
+    result.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? 'environment');
+      const got = values[variable];
+      const shown = got === undefined || SECRET.test(variable) ? '' : ` (got ${JSON.stringify(got.length > 60 ? `${got.slice(0, 60)}…` : got)})`;
+      return { variable, rule: `${issue.message}${shown}` };
+    }),
+  );
+}

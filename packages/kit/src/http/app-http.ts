@@ -1,0 +1,51 @@
+import type { Principal } from '@fanout/http';
+import { healthRoutes, resultExportRoutes, routerOf, taskRoutes } from '@fanout/http';
+import type { TaskEventSubscriber } from '@fanout/sse-pg';
+import { Hono } from 'hono';
+import type { AppRuntime } from '../app/app-runtime.ts';
+
+export interface AppHttpOptions {
+  authenticate(token: string): Principal | null | Promise<Principal | null>;
+  /** Live streams; without it the event routes answer 404. */
+  subscriber?: TaskEventSubscriber;
+  /** While true, `/readyz` answers 503 so a load balancer stops sending requests. */
+  draining?: () => boolean;
+}
+
+/** The API prefix of an app: `/api/<name>`. */
+export const apiPrefix = (name: string) => `/api/${name}`;
+
+/**
+ * An app's HTTP surface: the shared task routes and the app's own under `/api/<name>` (one
+ * OpenAPI document for all of them), and the health routes at the root as well.
+ */
+export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions): Hono {
+  const { app, ctx, fanout } = rt;
+  const definition = ctx.services.definition;
+  const prefix = apiPrefix(app.name);
+  const ready = async () => {
+    if (options.draining?.()) throw new Error('the process is shutting down');
+  };
+  const health = healthRoutes({ fanout, definition, ready, logger: ctx.logger });
+  const routes = [...(app.routes?.(ctx) ?? []), ...(app.results ? resultExportRoutes(fanout, definition, app.results(ctx)) : [])];
+  const api = taskRoutes({
+    fanout,
+    definition,
+    authenticate: options.authenticate,
+    ...(options.subscriber ? { subscriber: options.subscriber } : {}),
+    ready,
+    routes,
+    basePath: prefix,
+    rootRoutes: health,
+    title: app.title,
+    logger: ctx.logger,
+  });
+  const http = new Hono();
+  http.route(prefix, api);
+  http.route('/', routerOf(health, { authenticate: options.authenticate, logger: ctx.logger }));
+  if (app.page) {
+    const html = app.page(prefix);
+    http.get('/', (c) => c.html(html));
+  }
+  return http;
+}

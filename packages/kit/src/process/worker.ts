@@ -1,0 +1,30 @@
+import { broadcastRuntimeEvents, TaskEventPublisher } from '@fanout/sse-pg';
+import { openApp } from '../app/app-runtime.ts';
+import type { AppSpec } from '../app/define-app.ts';
+import { ConfigError, loadEnv } from '../config/env.ts';
+import type { RunningProcess, RunOptions } from './api.ts';
+import { onShutdown } from './shutdown.ts';
+
+/**
+ * A worker process: works the app's manager and child jobs, runs the maintenance loop, and
+ * broadcasts task events. Needs `DATABASE_URL`; prints `READY <pid>`. On SIGTERM it stops
+ * fetching, gives running handlers `FANOUT_DRAIN_MS` to finish, and exits.
+ */
+export async function runWorker(app: AppSpec<any, any, any>, options: RunOptions = {}): Promise<RunningProcess> {
+  const env = loadEnv(app.env ?? {}, options.env ?? process.env);
+  const databaseUrl = env.DATABASE_URL;
+  if (!databaseUrl) throw new ConfigError([{ variable: 'DATABASE_URL', rule: 'is required for a worker process' }]);
+  const rt = await openApp(app, { env, role: 'worker', databaseUrl });
+  const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger: rt.ctx.logger });
+  broadcastRuntimeEvents(rt.fanout.events, publisher);
+  await rt.fanout.start();
+  console.log(`READY ${process.pid}`);
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await rt.close();
+      await publisher.close();
+    })());
+  if (options.signals ?? true) onShutdown(stop);
+  return { stop };
+}

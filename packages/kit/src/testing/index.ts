@@ -1,0 +1,2 @@
+export { appTest, TEST_ENV, TEST_TOKENS } from './app-test.ts';
+export type { AppTest, AppTestOf } from './app-test.ts';

@@ -1,6 +1,6 @@
 // `pnpm start`: a fan-out of 2,000 documents on a local PostgreSQL, with a progress bar.
 // Uses DATABASE_URL when set, otherwise an embedded PostgreSQL kept in .data/demo.
-import { consoleLogger } from '@fanout/core';
+import { consoleLogger, type TaskRecord } from '@fanout/core';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { fileURLToPath } from 'node:url';
 import { applyMigrations, localDatabase } from '@fanout/testdb';
@@ -28,7 +28,7 @@ const bar = (done: number, total: number, width = 30) => {
   return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
 };
 const tty = process.stdout.isTTY;
-let current = task;
+let current: TaskRecord = task;
 let printedAt = 0;
 for (;;) {
   const t = (await app.fanout.getTask(task.id))!;

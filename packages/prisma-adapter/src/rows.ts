@@ -23,6 +23,12 @@ export interface TaskRow {
   started_at: Date | null;
   completed_at: Date | null;
   updated_at: Date;
+  summary: string | null;
+  archived_at: Date | null;
+  round_started_at: Date | null;
+  round_settled_at_start: number;
+  idempotency_key: string | null;
+  request_hash: string | null;
 }
 
 export interface ItemRow {
@@ -38,6 +44,7 @@ export interface ItemRow {
   round: number;
   started_at: Date | null;
   finished_at: Date | null;
+  retry_at: Date | null;
 }
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -80,6 +87,10 @@ export function toTask(row: TaskRow): TaskRecord {
     startedAt: row.started_at,
     completedAt: row.completed_at,
     updatedAt: row.updated_at,
+    summary: row.summary,
+    archivedAt: row.archived_at,
+    roundStartedAt: row.round_started_at,
+    roundSettledAtStart: row.round_settled_at_start,
   };
 }
 
@@ -109,5 +120,6 @@ export function toItem(row: ItemRow): ItemRecord {
     round: row.round,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    retryAt: row.retry_at,
   };
 }

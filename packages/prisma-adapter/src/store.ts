@@ -21,7 +21,20 @@ import {
   type StopResult,
   type TaskRecord,
   type SettledTask,
+  type SubmittedTask,
+  type RetryFailedOptions,
+  type TaskSummary,
+  type ItemCounts,
+  type FailureGroup,
+  type ItemLogEntry,
+  type TaskCounts,
+  type WorkerPresence,
+  type MetricSample,
+  type WorkerRecord,
+  type MetricPoint,
+  type SlotUsage,
 } from '@fanout/core';
+import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
 import type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
@@ -31,6 +44,8 @@ import * as controls from './sql/controls.ts';
 import * as dispatch from './sql/dispatch.ts';
 import * as fanIn from './sql/fan-in.ts';
 import * as limits from './sql/limits.ts';
+import * as logs from './sql/logs.ts';
+import * as operations from './sql/operations.ts';
 import * as maintenance from './sql/maintenance.ts';
 import * as reads from './sql/reads.ts';
 import * as settle from './sql/settle.ts';
@@ -58,7 +73,7 @@ export interface PrismaFanoutStoreOptions {
  * The Fanout store on Prisma 7. Every counter move is SQL arithmetic in the same statement or
  * transaction as the item change that causes it; every claim is a conditional update. The
  * statements live in `./sql/` by concern (dispatch, claim, settle, controls, maintenance, fan-in,
- * limits, reads); this class chooses where they run (the pool or Prisma, in a transaction or
+ * limits, reads, logs, operations); this class chooses where they run (the pool or Prisma, in a transaction or
  * not), retries those that lost a deadlock, and turns ids that cannot exist into "not found".
  */
 export class PrismaFanoutStore implements FanoutStore {
@@ -83,7 +98,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   // -- tasks -----------------------------------------------------------------------------------
 
-  async createTask(task: NewTask, enqueue: EnqueueTask): Promise<TaskRecord> {
+  async createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
     return this.#transaction((tx) => dispatch.insertTask(tx, task, enqueue));
   }
 
@@ -161,9 +176,77 @@ export class PrismaFanoutStore implements FanoutStore {
     return retryOnConflict(() => this.#transaction((tx) => controls.stopTask(tx, taskId, reason, error)));
   }
 
-  async retryFailed(taskId: string, enqueue: EnqueueItems, options: { deadlineAt?: Date | null } = {}): Promise<RetryFailedResult> {
+  async retryFailed(taskId: string, enqueue: EnqueueItems, options: RetryFailedOptions = {}): Promise<RetryFailedResult> {
     if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    const bad = options.itemIds?.find((id) => !isUuid(id));
+    if (bad !== undefined) throw new FanoutError('not_found', `item ${bad} does not exist`, { field: 'itemId' });
     return this.#transaction((tx) => controls.retryFailedItems(tx, taskId, enqueue, options));
+  }
+
+  async archiveTask(taskId: string): Promise<TaskRecord> {
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    return controls.archiveTask(this.#db, taskId);
+  }
+
+  async deleteTask(taskId: string): Promise<void> {
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    await controls.deleteTask(this.#db, taskId);
+  }
+
+  // -- reading for people ----------------------------------------------------------------------
+
+  async taskSummary(query: { kind?: string; tenant?: string | null }): Promise<TaskSummary> {
+    return reads.taskSummary(this.#db, query);
+  }
+
+  async itemCounts(taskId: string): Promise<ItemCounts> {
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    return reads.itemCounts(this.#db, taskId);
+  }
+
+  async failureGroups(taskId: string): Promise<FailureGroup[]> {
+    if (!isUuid(taskId)) return [];
+    return reads.failureGroups(this.#db, taskId);
+  }
+
+  async appendItemLogs(entries: readonly ItemLogEntry[]): Promise<void> {
+    const valid = entries.filter((e) => isUuid(e.taskId) && isUuid(e.itemId));
+    await logs.appendItemLogs(this.#db, valid);
+  }
+
+  async itemLogs(taskId: string, itemId: string, limit: number): Promise<ItemLogEntry[]> {
+    if (!isUuid(taskId) || !isUuid(itemId)) return [];
+    return logs.itemLogs(this.#db, taskId, itemId, Math.max(1, Math.min(10_000, limit)));
+  }
+
+  async liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number }): Promise<TaskCounts[]> {
+    return (await reads.liveTaskCounts(this.#db, query)).map(toCounts);
+  }
+
+  // -- operations ------------------------------------------------------------------------------
+
+  async reportPresence(worker: WorkerPresence, samples: readonly MetricSample[]): Promise<void> {
+    await operations.reportPresence(this.#db, worker, samples);
+  }
+
+  async removeWorker(id: string): Promise<void> {
+    if (isUuid(id)) await operations.removeWorker(this.#db, id);
+  }
+
+  async workers(kinds: readonly string[], withinMs: number): Promise<WorkerRecord[]> {
+    return operations.workers(this.#db, kinds, withinMs);
+  }
+
+  async metrics(kinds: readonly string[], since: Date): Promise<MetricPoint[]> {
+    return operations.metrics(this.#db, kinds, since);
+  }
+
+  async slotUsage(): Promise<SlotUsage[]> {
+    return operations.slotUsage(this.#db);
+  }
+
+  async pruneOperations(olderThanMs: number): Promise<void> {
+    await operations.pruneOperations(this.#db, olderThanMs);
   }
 
   // -- maintenance -----------------------------------------------------------------------------

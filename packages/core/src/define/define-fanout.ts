@@ -119,6 +119,11 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
   ): ListedItems<z.input<TItemSchema>> | Promise<ListedItems<z.input<TItemSchema>>>;
   /** The child side: process one item. Throw to fail (see the classifier); return the result. */
   runItem(item: z.output<TItemSchema>, ctx: ItemContext): Promise<TResult> | TResult;
+  /**
+   * The input in a few words for lists and dashboards ("12 papers"), stored with the task at
+   * submit. Keep it short (it is cut at 200 characters) and free of anything secret.
+   */
+  summarize?(input: z.output<TInputSchema>): string;
   /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
   onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
   classify?: ErrorClassifier;

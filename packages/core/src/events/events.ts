@@ -23,6 +23,8 @@ export interface FanoutEventMap {
   'item.cancelled': ItemEventBase;
   'item.log': ItemEventBase & { message: string; data?: Record<string, unknown> };
   'item.progress': ItemEventBase & { fraction?: number; message?: string };
+  /** A task was created (not for a replayed idempotent submit). */
+  'task.submitted': TaskEvent;
   'task.progress': TaskEvent;
   'task.completed': TaskEvent;
   'task.failed': TaskEvent;

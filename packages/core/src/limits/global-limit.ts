@@ -22,6 +22,24 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
+/** Told when a caller starts and stops waiting for a limit (the runtime counts waits for operators). */
+export interface LimitObserver {
+  waitStarted(): void;
+  waitEnded(waitedMs: number): void;
+}
+
+/** Runs `take` (which waits for a slot) and tells the observer how long it waited. */
+async function observed<T>(observer: LimitObserver | undefined, take: () => Promise<T>): Promise<T> {
+  if (!observer) return take();
+  const started = performance.now();
+  observer.waitStarted();
+  try {
+    return await take();
+  } finally {
+    observer.waitEnded(performance.now() - started);
+  }
+}
+
 function backoff(attempt: number, maxMs: number): number {
   const base = Math.min(maxMs, 5 * 2 ** Math.min(attempt, 10));
   return Math.round(base / 2 + Math.random() * (base / 2));
@@ -40,8 +58,9 @@ export class GlobalLimit {
   readonly #maxPollMs: number;
   readonly #store: FanoutStore;
   readonly #onLost: ((name: string) => void) | undefined;
+  readonly #observer: LimitObserver | undefined;
 
-  constructor(store: FanoutStore, name: string, options: GlobalLimitOptions) {
+  constructor(store: FanoutStore, name: string, options: GlobalLimitOptions, observer?: LimitObserver) {
     assertQueueName(name, 'limit name');
     if (!Number.isInteger(options.limit) || options.limit < 1) {
       throw new FanoutError('invalid_argument', `limit: must be an integer >= 1, got ${options.limit}`, { field: 'limit' });
@@ -52,16 +71,19 @@ export class GlobalLimit {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.#maxPollMs = options.maxPollMs ?? 250;
     this.#onLost = options.onLost;
+    this.#observer = observer;
   }
 
   /** Waits for a slot; returns a release function. Prefer {@link run}. */
   async acquire(options: RunOptions = {}): Promise<{ release: () => Promise<void>; holder: string }> {
     const holder = randomUUID();
-    for (let attempt = 0; ; attempt++) {
-      if (options.signal?.aborted) throw abortError(options.signal);
-      if (await this.#store.acquireSlot(this.name, this.limit, holder, this.leaseMs)) break;
-      await delay(backoff(attempt, this.#maxPollMs), options.signal);
-    }
+    await observed(this.#observer, async () => {
+      for (let attempt = 0; ; attempt++) {
+        if (options.signal?.aborted) throw abortError(options.signal);
+        if (await this.#store.acquireSlot(this.name, this.limit, holder, this.leaseMs)) return;
+        await delay(backoff(attempt, this.#maxPollMs), options.signal);
+      }
+    });
     let released = false;
     // Renew while held, so a long call keeps its slot and a dead process loses it.
     const timer = setInterval(() => {
@@ -118,8 +140,9 @@ export class RateLimit {
   readonly limit: number;
   readonly intervalMs: number;
   readonly #store: FanoutStore;
+  readonly #observer: LimitObserver | undefined;
 
-  constructor(store: FanoutStore, name: string, options: RateLimitOptions) {
+  constructor(store: FanoutStore, name: string, options: RateLimitOptions, observer?: LimitObserver) {
     assertQueueName(name, 'limit name');
     if (!Number.isInteger(options.limit) || options.limit < 1) {
       throw new FanoutError('invalid_argument', `limit: must be an integer >= 1, got ${options.limit}`, { field: 'limit' });
@@ -131,17 +154,20 @@ export class RateLimit {
     this.name = name;
     this.limit = options.limit;
     this.intervalMs = options.intervalMs;
+    this.#observer = observer;
   }
 
   /** Waits until a call is allowed; resolves with the moment (database clock) the slot was taken. */
   async take(options: RunOptions = {}): Promise<Date> {
-    for (;;) {
-      if (options.signal?.aborted) throw abortError(options.signal);
-      const taken = await this.#store.takeRateSlot(this.name, this.limit, this.intervalMs);
-      if ('takenAt' in taken) return taken.takenAt;
-      // Wake a little after the slot frees, spread so waiters do not stampede.
-      await delay(Math.min(taken.waitMs, this.intervalMs) + Math.random() * 20, options.signal);
-    }
+    return observed(this.#observer, async () => {
+      for (;;) {
+        if (options.signal?.aborted) throw abortError(options.signal);
+        const taken = await this.#store.takeRateSlot(this.name, this.limit, this.intervalMs);
+        if ('takenAt' in taken) return taken.takenAt;
+        // Wake a little after the slot frees, spread so waiters do not stampede.
+        await delay(Math.min(taken.waitMs, this.intervalMs) + Math.random() * 20, options.signal);
+      }
+    });
   }
 
   async run<T>(fn: () => Promise<T> | T, options: RunOptions = {}): Promise<T> {

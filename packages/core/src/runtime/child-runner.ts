@@ -73,6 +73,9 @@ export class ChildRunner {
     });
     this.#settles = new GroupCommit<Outcome>({
       commit: async (outcomes) => {
+        // An item's log lines are stored before its outcome: whoever sees it finished can read
+        // them. Nothing to do (and no statement) when no handler logged.
+        await ctx.itemLogs.flush();
         const result = await ctx.store.settleItems(outcomes);
         try {
           ctx.afterSettle(result);
@@ -98,7 +101,7 @@ export class ChildRunner {
   /** Resolves once every outcome and release of this process is stored (or has failed). */
   async drain(): Promise<void> {
     while (this.#recording.size > 0) await Promise.allSettled([...this.#recording]);
-    await Promise.all([this.#settles.idle(), this.#releases.idle()]);
+    await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain()]);
     this.#leases.stop();
   }
 
@@ -144,15 +147,21 @@ export class ChildRunner {
     };
     let outcome: Outcome | null = null;
     let release: { error: ItemError; delayMs: number } | null = null;
+    let startedAt: number | null = null;
     try {
       await this.#limit.acquire(controller.signal);
+      startedAt = performance.now();
+      ctx.stats.inFlight++;
       try {
         ctx.events.emit('item.started', base);
         const itemContext: ItemContext = {
           signal: controller.signal,
           item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
           task: { id: item.taskId, tenant: item.tenant },
-          log: (message, data) => ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message }),
+          log: (message, data) => {
+            ctx.itemLogs.add({ taskId: item.taskId, itemId: item.itemId, attempt: item.attempt, at: new Date(), message, data });
+            ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message });
+          },
           progress: (detail) => ctx.events.emit('item.progress', { ...base, ...detail }),
           limits: ctx.limits,
           logger: ctx.logger,
@@ -163,6 +172,7 @@ export class ChildRunner {
         assertStorable(result);
         outcome = { itemId: item.itemId, token, status: 'succeeded', result: result ?? null };
       } finally {
+        ctx.stats.inFlight--;
         this.#limit.release();
       }
     } catch (error) {
@@ -181,7 +191,8 @@ export class ChildRunner {
         if (transient && item.attempt < item.maxAttempts) {
           release = { error: itemError, delayMs: retryDelayMs(definition, item.attempt, classified.retryAfterMs) };
         } else {
-          outcome = { itemId: item.itemId, token, status: 'failed', error: itemError };
+          // Out of attempts on a transient failure, it may well work later; a permanent one will not.
+          outcome = { itemId: item.itemId, token, status: 'failed', error: { ...itemError, retryable: transient } };
         }
         ctx.logger.debug('item failed', { taskId: item.taskId, itemId: item.itemId, ...itemError, retry: !!release, ...errorFields(error) });
       }
@@ -191,10 +202,12 @@ export class ChildRunner {
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
     // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
     // takes over.
-    const recording: Promise<void> = this.#record(item, token, base, outcome, release)
+    const durationMs = startedAt === null ? null : performance.now() - startedAt;
+    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs)
       .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
       .finally(() => {
         this.#leases.untrack(item.itemId, token);
+        ctx.itemLogs.attemptDone(item.itemId, item.attempt);
         this.#recording.delete(recording);
       });
     this.#recording.add(recording);
@@ -206,6 +219,7 @@ export class ChildRunner {
     base: ItemEventBase,
     recorded: Outcome | null,
     release: { error: ItemError; delayMs: number } | null,
+    durationMs: number | null,
   ): Promise<void> {
     const ctx = this.#ctx;
     let outcome = recorded;
@@ -221,6 +235,7 @@ export class ChildRunner {
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
     if (!outcome || !(await this.#settles.push(outcome))) return;
+    ctx.stats.settled(item.kind, outcome.status, durationMs);
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);

@@ -2,6 +2,8 @@ import type { PgBoss } from 'pg-boss';
 import type { AnyFanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
 import type { FanoutEvents } from '../events/events.ts';
 import type { EnqueueItems, FanoutStore, SettleResult, SettledTask, TaskCounts } from '../store/types.ts';
+import type { RuntimeStats } from '../operations/runtime-stats.ts';
+import type { ItemLogBuffer } from './item-log-buffer.ts';
 import type { Logger } from './logger.ts';
 
 export interface WorkerSettings {
@@ -36,4 +38,8 @@ export interface RuntimeContext {
   /** Refreshes the planner statistics of a queue's job table; never throws. */
   analyzeQueue(queue: string): Promise<void>;
   limits: LimitsAccess;
+  /** What this process did, for its presence reports. */
+  stats: RuntimeStats;
+  /** Where handlers' log lines are stored. */
+  itemLogs: ItemLogBuffer;
 }

@@ -27,6 +27,8 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   const { store } = ctx;
   for (;;) {
     const recovered = await store.recoverLapsedItems(500, ctx.enqueueChildren);
+    ctx.stats.recoveries.lapsedRequeued += recovered.requeued;
+    ctx.stats.recoveries.lapsedFailed += recovered.failed.settled.length;
     if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {
       ctx.logger.info('recovered lapsed items', { requeued: recovered.requeued, failed: recovered.failed.settled.length });
     }
@@ -43,7 +45,10 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   for (const taskId of await store.reconcileCandidates(settings.reconcileIdleMs, 100)) {
     const result = await store.reconcile(taskId);
     if (!result) continue;
-    if (result.drift.length > 0) ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
+    if (result.drift.length > 0) {
+      ctx.stats.recoveries.countersRepaired++;
+      ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
+    }
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
     // A task whose dispatch never ended and whose manager job is gone for good (its process
     // crashed on the last attempt): what was dispatched runs, the rest never will.
@@ -54,7 +59,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
     }
     // A running task that went quiet with pending items but no queued job (jobs dead-lettered
     // during a database outage, or deleted by hand): give those items jobs again.
-    if (result.task.status === 'running' && result.task.dispatched) await ctx.requeueOrphans(result.task);
+    if (result.task.status === 'running' && result.task.dispatched) ctx.stats.recoveries.orphansRequeued += await ctx.requeueOrphans(result.task);
     // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
     // requeue put back after the stop, so the task can end.
     if (result.task.status === 'stopping') {
@@ -64,6 +69,10 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   }
 
   await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
+
+  // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
+  // (in whichever process) clears them.
+  if (Math.random() < 0.02) await store.pruneOperations(24 * 3600_000);
 }
 
 /**

@@ -119,7 +119,7 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
         const parsed = definition.item.safeParse(listed.snapshot);
         return parsed.success
           ? { key: listed.key, seq, snapshot: parsed.data }
-          : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}` } };
+          : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}`, retryable: false } };
       });
       const insert: Promise<void> = ctx.store
         .insertItems(task.id, items, ctx.enqueueChildren)

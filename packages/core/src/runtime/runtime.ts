@@ -16,10 +16,16 @@ import {
   type SettleResult,
   type SettledTask,
   type SqlExecutor,
+  type SubmittedTask,
   type TaskCounts,
   type TaskRecord,
 } from '../store/types.ts';
+import { createHash } from 'node:crypto';
+import { Presence } from '../operations/presence.ts';
+import { operationsSnapshot, type OperationsSnapshot } from '../operations/snapshot.ts';
+import { RuntimeStats } from '../operations/runtime-stats.ts';
 import { ChildRunner, type ChildJobData } from './child-runner.ts';
+import { ItemLogBuffer } from './item-log-buffer.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, type Logger } from './logger.ts';
 import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
@@ -49,6 +55,13 @@ export interface StartOptions {
    * idle tasks, requeue orphaned items, run pending fan-ins). @default true
    */
   maintenance?: boolean;
+  /**
+   * Report this process (presence, counters, throughput) to the store every few seconds, for the
+   * operations view. @default true
+   */
+  presence?: boolean;
+  /** The role shown for this process. @default 'worker' when it works jobs, else 'api' */
+  role?: string;
 }
 
 export interface SubmitOptions {
@@ -59,6 +72,12 @@ export interface SubmitOptions {
   maxFailureRatio?: number | null;
   /** Fail the task (cancelling what is left) after this long. */
   deadlineMs?: number | null;
+  /**
+   * A client's key for this submit (an HTTP `Idempotency-Key`): a second submit with the same key,
+   * kind and tenant returns the first task (`replayed: true`) instead of creating one; with
+   * different input or options it is a `conflict`.
+   */
+  idempotencyKey?: string | null;
 }
 
 const DEFAULT_WORKER: WorkerSettings = {
@@ -119,6 +138,10 @@ export class Fanout implements AsyncDisposable {
   #maintenancePassRunning: Promise<void> | null = null;
   readonly #workedQueues: string[] = [];
   readonly #limits = new Map<string, GlobalLimit | RateLimit>();
+  /** What this process did (items, waits, recoveries), for its presence reports. */
+  readonly stats = new RuntimeStats();
+  readonly #itemLogs: ItemLogBuffer;
+  #presence: Presence | null = null;
   #state: 'new' | 'starting' | 'started' | 'stopping' | 'stopped' = 'new';
 
   constructor(options: FanoutRuntimeOptions) {
@@ -146,6 +169,7 @@ export class Fanout implements AsyncDisposable {
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
+    this.#itemLogs = new ItemLogBuffer(this.store, this.logger);
     const self = this;
     this.#ctx = {
       boss: this.#boss,
@@ -163,6 +187,8 @@ export class Fanout implements AsyncDisposable {
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
+      stats: this.stats,
+      itemLogs: this.#itemLogs,
     };
   }
 
@@ -235,6 +261,17 @@ export class Fanout implements AsyncDisposable {
       };
       schedule();
     }
+    if (options.presence ?? true) {
+      const works = (options.managers ?? true) || (options.children ?? true);
+      this.#presence = new Presence(this.store, this.stats, {
+        role: options.role ?? (works ? 'worker' : 'api'),
+        kinds: [...this.#definitions.keys()],
+        concurrency: options.children ?? true ? this.#worker.concurrency : 0,
+        intervalMs: 5000,
+        logger: this.logger,
+      });
+      this.#presence.start();
+    }
     this.#state = 'started';
     return this;
   }
@@ -281,7 +318,7 @@ export class Fanout implements AsyncDisposable {
     definition: D | string,
     input: D extends FanoutDefinition<infer S, any, any> ? z.input<S> : unknown,
     options: SubmitOptions = {},
-  ): Promise<TaskRecord> {
+  ): Promise<SubmittedTask> {
     this.#assertStarted();
     const def = typeof definition === 'string' ? this.definition(definition) : this.definition(definition.name);
     const parsed = def.input.parse(input);
@@ -293,7 +330,11 @@ export class Fanout implements AsyncDisposable {
       },
       '',
     );
-    return this.store.createTask(
+    const key = options.idempotencyKey ?? null;
+    if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) {
+      throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
+    }
+    const task = await this.store.createTask(
       {
         kind: def.name,
         tenant: options.tenant ?? null,
@@ -302,6 +343,10 @@ export class Fanout implements AsyncDisposable {
         maxFailures: limits.maxFailures,
         maxFailureRatio: limits.maxFailureRatio,
         deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
+        summary: summaryOf(def, parsed, this.logger),
+        idempotencyKey: key,
+        // What the key stands for: the same key with other input or options is another request.
+        requestHash: key === null ? null : createHash('sha256').update(JSON.stringify([parsed, limits])).digest('hex'),
       },
       async (tx, task) => {
         const data: ManagerJobData = { taskId: task.id };
@@ -310,6 +355,8 @@ export class Fanout implements AsyncDisposable {
         await this.#boss.insert(def.managerQueue, [{ id: task.id, data, singletonKey: `manager-${task.id}` }], { db: tx });
       },
     );
+    if (!task.replayed) this.events.emit('task.submitted', { ...taskCountsOf(task), at: Date.now() });
+    return task;
   }
 
   getTask(taskId: string): Promise<TaskRecord | null> {
@@ -340,17 +387,45 @@ export class Fanout implements AsyncDisposable {
     return result.task;
   }
 
-  /** Re-runs only the failed items of a finished task. Throws `not_found` or `conflict`. */
-  async retryFailed(taskId: string, options: { deadlineMs?: number | null } = {}): Promise<{ retried: number; task: TaskRecord }> {
+  /**
+   * Re-runs the failed items of a finished task in a new round: all of them, or only those whose
+   * failure is marked retryable (`retryableOnly`). Throws `not_found`, or `conflict` when the
+   * task runs or has nothing to retry.
+   */
+  async retryFailed(taskId: string, options: { deadlineMs?: number | null; retryableOnly?: boolean } = {}): Promise<{ retried: number; task: TaskRecord }> {
+    return this.#retry(taskId, { deadlineMs: options.deadlineMs ?? null, ...(options.retryableOnly ? { retryableOnly: true } : {}) });
+  }
+
+  /** Re-runs one failed item of a finished task (whatever its failure), in a new round. */
+  async retryItem(taskId: string, itemId: string, options: { deadlineMs?: number | null } = {}): Promise<{ retried: number; task: TaskRecord }> {
+    return this.#retry(taskId, { deadlineMs: options.deadlineMs ?? null, itemIds: [itemId] });
+  }
+
+  async #retry(taskId: string, options: { deadlineMs: number | null; itemIds?: string[]; retryableOnly?: boolean }): Promise<{ retried: number; task: TaskRecord }> {
     this.#assertStarted();
-    const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs ?? null }, '');
-    const result = await this.store.retryFailed(
-      taskId,
-      (tx, items) => this.#enqueueChildren(tx, items),
-      deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) },
-    );
+    const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs }, '');
+    const result = await this.store.retryFailed(taskId, (tx, items) => this.#enqueueChildren(tx, items), {
+      ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
+      ...(options.itemIds ? { itemIds: options.itemIds } : {}),
+      ...(options.retryableOnly ? { retryableOnly: true } : {}),
+    });
     this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;
+  }
+
+  /** Queues, processes, limits, throughput and recoveries of this runtime's definitions (see `OperationsSnapshot`). */
+  operations(): Promise<OperationsSnapshot> {
+    return operationsSnapshot(this.store, this.#boss, [...this.#definitions.values()]);
+  }
+
+  /** Hides a finished task from default lists. Throws `not_found`, or `conflict` while it runs. */
+  archive(taskId: string): Promise<TaskRecord> {
+    return this.store.archiveTask(taskId);
+  }
+
+  /** Deletes a finished task with its items and logs. Throws `not_found`, or `conflict` while it runs. */
+  deleteTask(taskId: string): Promise<void> {
+    return this.store.deleteTask(taskId);
   }
 
   /** Recomputes a task's counters from its item rows and finishes it if every item is settled. */
@@ -378,7 +453,7 @@ export class Fanout implements AsyncDisposable {
     let limit = this.#limits.get(key) as GlobalLimit | undefined;
     if (!limit) {
       const onLost = options.onLost ?? ((lost: string) => this.logger.warn('a global limit slot lapsed while held; the limit may be exceeded until the call ends', { limit: lost }));
-      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost })));
+      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost }, this.stats.limitObserver(name, 'global', options.limit))));
     }
     return limit;
   }
@@ -387,7 +462,7 @@ export class Fanout implements AsyncDisposable {
   rateLimit(name: string, options: RateLimitOptions): RateLimit {
     const key = `rate:${name}:${options.limit}:${options.intervalMs}`;
     let limit = this.#limits.get(key) as RateLimit | undefined;
-    if (!limit) this.#limits.set(key, (limit = new RateLimit(this.store, name, options)));
+    if (!limit) this.#limits.set(key, (limit = new RateLimit(this.store, name, options, this.stats.limitObserver(name, 'rate', options.limit))));
     return limit;
   }
 
@@ -409,6 +484,8 @@ export class Fanout implements AsyncDisposable {
       }
       await this.#maintenancePassRunning;
       await this.#children?.drain();
+      await this.#itemLogs.drain();
+      await this.#presence?.stop();
     } finally {
       clearTimeout(abortTimer);
       this.#shutdown.abort(new FanoutError('aborted', 'runtime stopped'));
@@ -520,6 +597,18 @@ export class Fanout implements AsyncDisposable {
   #reportError(error: unknown, context: string): void {
     this.logger.error(`${context} failed`, errorFields(error));
     this.events.emit('error', { error, context });
+  }
+}
+
+/** The definition's summary of an input, cut to 200 characters; a failing `summarize` is logged, not thrown. */
+function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logger): string | null {
+  if (!definition.summarize) return null;
+  try {
+    const text = String(definition.summarize(input)).trim();
+    return text.length > 200 ? `${text.slice(0, 199)}…` : text || null;
+  } catch (error) {
+    logger.warn('summarize failed; the task has no summary', { kind: definition.name, ...errorFields(error) });
+    return null;
   }
 }
 

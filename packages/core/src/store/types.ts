@@ -19,6 +19,12 @@ export interface ItemError {
   message: string;
   /** The attempt that produced it (1-based). */
   attempt?: number;
+  /**
+   * On a final failure: whether running it again may succeed (transient failures that ran out of
+   * attempts, expired jobs, lapsed claims), or not without a change to its input (a permanent
+   * error). Unset on failures recorded before this existed.
+   */
+  retryable?: boolean;
 }
 
 export interface TaskRecord {
@@ -44,6 +50,18 @@ export interface TaskRecord {
   startedAt: Date | null;
   completedAt: Date | null;
   updatedAt: Date;
+  /** The input in a few words ("12 papers"), from the definition's `summarize`. */
+  summary: string | null;
+  archivedAt: Date | null;
+  /** When the current round began (dispatch start, or the retry that opened it). */
+  roundStartedAt: Date | null;
+  /** Items settled when the current round began: the round's own progress is what is above it. */
+  roundSettledAtStart: number;
+}
+
+/** A task as a submit returns it: `replayed` when an earlier submit with the same key made it. */
+export interface SubmittedTask extends TaskRecord {
+  replayed: boolean;
 }
 
 /** The counters of a task as a statement left them. */
@@ -91,6 +109,8 @@ export interface ItemRecord {
   round: number;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** When a pending item that failed transiently is due again. */
+  retryAt: Date | null;
 }
 
 /**
@@ -122,6 +142,14 @@ export interface NewTask {
   maxFailures?: number | null;
   maxFailureRatio?: number | null;
   deadlineAt?: Date | null;
+  summary?: string | null;
+  /**
+   * A client's key for this submit: a second submit with the same key (same kind and tenant)
+   * returns the first task instead of creating one; with a different `requestHash`, it is a
+   * `conflict`.
+   */
+  idempotencyKey?: string | null;
+  requestHash?: string | null;
 }
 
 export interface NewItem {
@@ -238,20 +266,124 @@ export interface ListTasksQuery {
   kind?: string;
   tenant?: string | null;
   status?: TaskStatus;
+  /** Any of these statuses (with `status`, both must hold). */
+  statuses?: readonly TaskStatus[];
+  /** Only archived tasks (true), only unarchived ones (false), or both (unset). */
+  archived?: boolean;
+  /** Tasks whose id starts with this (hex digits and dashes). */
+  idPrefix?: string;
   limit: number;
   cursor?: string | null;
 }
 
+/** `waiting`: pending again after a transient failure, until its retry is due. */
+export type ItemFilter = ItemStatus | 'waiting';
+
 export interface ListItemsQuery {
-  status?: ItemStatus;
+  status?: ItemFilter;
   limit: number;
   cursor?: string | null;
+}
+
+/** A task's items by state right now (from the item rows, not the counters). */
+export interface ItemCounts {
+  total: number;
+  /** Pending and never started. */
+  queued: number;
+  /** Pending again after a transient failure. */
+  waitingRetry: number;
+  /** The soonest retry of a waiting item. */
+  nextRetryAt: Date | null;
+  running: number;
+  succeeded: number;
+  failed: number;
+  /** Failed items whose failure may not repeat (see `ItemError.retryable`). */
+  retryableFailed: number;
+  cancelled: number;
+}
+
+/** A task's failed items grouped by error code, biggest group first. */
+export interface FailureGroup {
+  code: string;
+  count: number;
+  retryable: number;
+  /** One of the group's messages. */
+  message: string;
+}
+
+/** The tasks of a kind and tenant by status (archived ones apart). */
+export interface TaskSummary {
+  byStatus: Record<TaskStatus, number>;
+  archived: number;
+}
+
+/** One stored `ctx.log` line. */
+export interface ItemLogEntry {
+  taskId: string;
+  itemId: string;
+  attempt: number;
+  at: Date;
+  message: string;
+  data?: Record<string, unknown> | undefined;
+}
+
+/** What `retryFailed` re-runs. */
+export interface RetryFailedOptions {
+  deadlineAt?: Date | null;
+  /** Only these items (failed ones of the task; others are a conflict). */
+  itemIds?: readonly string[];
+  /** Only failures marked retryable. */
+  retryableOnly?: boolean;
+}
+
+/** A process running a runtime, as it reports itself. */
+export interface WorkerPresence {
+  id: string;
+  role: string;
+  host: string;
+  pid: number;
+  kinds: readonly string[];
+  concurrency: number;
+  inFlight: number;
+  startedAt: Date;
+  /** Counters since the process started (limit waits, recoveries...). */
+  stats: Record<string, unknown>;
+}
+
+export interface WorkerRecord extends WorkerPresence {
+  seenAt: Date;
+}
+
+/** Items one process settled for one kind within one time bucket. */
+export interface MetricSample {
+  bucket: Date;
+  kind: string;
+  settled: number;
+  failed: number;
+  /** Counts per bound of `DURATION_BOUNDS_MS` (the last counts what is above the last bound). */
+  durations: readonly number[];
+}
+
+/** Throughput and latency of some kinds over time, all processes together. */
+export interface MetricPoint {
+  bucket: Date;
+  settled: number;
+  failed: number;
+  durations: number[];
+}
+
+/** A strict limit's slots right now. */
+export interface SlotUsage {
+  name: string;
+  slots: number;
+  /** Slots not free right now: held (a global limit) or used within the window (a rate limit). */
+  busy: number;
 }
 
 export interface FanoutStore {
   // -- tasks ---------------------------------------------------------------------------------
   /** Creates a task (status `queued`) and, in the same transaction, enqueues its manager job. */
-  createTask(task: NewTask, enqueue: EnqueueTask): Promise<TaskRecord>;
+  createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask>;
   getTask(id: string): Promise<TaskRecord | null>;
   listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>>;
   listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>>;
@@ -299,7 +431,38 @@ export interface FanoutStore {
    * Re-opens a finished (`completed` or `failed`) task: its failed items go back to pending for a
    * new round, `failed` is reduced by as many, and their jobs are enqueued in the same transaction.
    */
-  retryFailed(taskId: string, enqueue: EnqueueItems, options?: { deadlineAt?: Date | null }): Promise<RetryFailedResult>;
+  retryFailed(taskId: string, enqueue: EnqueueItems, options?: RetryFailedOptions): Promise<RetryFailedResult>;
+  /** Hides a finished task from default lists (a `conflict` for an unfinished one). */
+  archiveTask(taskId: string): Promise<TaskRecord>;
+  /** Deletes a finished task with its items and logs (a `conflict` for an unfinished one). */
+  deleteTask(taskId: string): Promise<void>;
+
+  // -- reading for people --------------------------------------------------------------------
+  taskSummary(query: { kind?: string; tenant?: string | null }): Promise<TaskSummary>;
+  itemCounts(taskId: string): Promise<ItemCounts>;
+  failureGroups(taskId: string): Promise<FailureGroup[]>;
+  /** Stores log lines; best effort by the caller (a failure here never fails an item). */
+  appendItemLogs(entries: readonly ItemLogEntry[]): Promise<void>;
+  /** An item's stored log lines, oldest first. */
+  itemLogs(taskId: string, itemId: string, limit: number): Promise<ItemLogEntry[]>;
+  /**
+   * Counters of the tasks a live view follows: every unfinished task of the tenant and kinds,
+   * and (when `since` is given) those changed since; newest first.
+   */
+  liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number }): Promise<TaskCounts[]>;
+
+  // -- operations ----------------------------------------------------------------------------
+  /** Records a process's presence and adds its samples to their buckets. */
+  reportPresence(worker: WorkerPresence, samples: readonly MetricSample[]): Promise<void>;
+  /** A process that stopped cleanly leaves the list. */
+  removeWorker(id: string): Promise<void>;
+  /** Processes seen within `withinMs` that work any of `kinds` (all when empty). */
+  workers(kinds: readonly string[], withinMs: number): Promise<WorkerRecord[]>;
+  /** Buckets since `since` of `kinds`, all processes added up, oldest first. */
+  metrics(kinds: readonly string[], since: Date): Promise<MetricPoint[]>;
+  slotUsage(): Promise<SlotUsage[]>;
+  /** Forgets processes unseen and buckets older than `olderThanMs`. */
+  pruneOperations(olderThanMs: number): Promise<void>;
 
   // -- maintenance ---------------------------------------------------------------------------
   // The steps of the maintenance loop that every worker process runs (see `maintenancePass`).

@@ -553,5 +553,165 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect('waitMs' in after && after.waitMs).toBeGreaterThan(50_000);
       });
     });
+
+    describe('idempotent submits', () => {
+      it('creates one task per key, kind and tenant; the same key with another request is a conflict', async () => {
+        const tenant = `idem-${randomUUID()}`;
+        const key = `key-${randomUUID()}`;
+        const make = (hash: string, t: string | null = tenant) =>
+          store.createTask({ kind, tenant: t, input: { a: 1 }, maxAttempts: 1, idempotencyKey: key, requestHash: hash, summary: 'one thing' }, async () => {});
+        const [a, b] = await Promise.all([make('h1'), make('h1')]);
+        expect(a.id).toBe(b.id);
+        expect([a.replayed, b.replayed].sort()).toEqual([false, true]);
+        expect(a.summary).toBe('one thing');
+        await expect(make('h2')).rejects.toMatchObject({ code: 'conflict', field: 'idempotencyKey' });
+        // The key is per tenant (no tenant counts as one too).
+        const other = await make('h1', null);
+        expect(other.id).not.toBe(a.id);
+        expect((await make('h1', null)).id).toBe(other.id);
+        expect((await store.listTasks({ tenant, limit: 10 })).rows).toHaveLength(1);
+      });
+    });
+
+    describe('reading for people', () => {
+      it('lists by statuses, id prefix and archive state, counts by status, archives and deletes finished tasks only', async () => {
+        const tenant = `people-${randomUUID()}`;
+        const running = await dispatched(2, { tenant });
+        const done = await dispatched(1, { tenant });
+        const token = randomUUID();
+        await store.claimItems(done.ids, token, LEASE);
+        await store.settleItems([outcome(done.ids[0]!, token)]);
+        const ids = async (q: Partial<Parameters<FanoutStore['listTasks']>[0]>) => (await store.listTasks({ tenant, limit: 10, ...q })).rows.map((t) => t.id);
+        expect(await ids({ statuses: ['queued', 'running', 'stopping'] })).toEqual([running.task.id]);
+        expect(await ids({ statuses: ['completed'] })).toEqual([done.task.id]);
+        expect(await ids({ idPrefix: done.task.id.slice(0, 30) })).toEqual([done.task.id]);
+        await expect(store.listTasks({ tenant, limit: 10, idPrefix: "x' OR 1=1" })).rejects.toMatchObject({ code: 'invalid_argument' });
+
+        await expect(store.archiveTask(running.task.id)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(store.deleteTask(running.task.id)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(store.archiveTask(randomUUID())).rejects.toMatchObject({ code: 'not_found' });
+        const archived = await store.archiveTask(done.task.id);
+        expect(archived.archivedAt).toBeInstanceOf(Date);
+        expect(await ids({ archived: false })).toEqual([running.task.id]);
+        expect(await ids({ archived: true })).toEqual([done.task.id]);
+        const summary = await store.taskSummary({ kind, tenant });
+        expect(summary).toEqual({ byStatus: { queued: 0, running: 1, stopping: 0, completed: 0, failed: 0, cancelled: 0 }, archived: 1 });
+        await store.appendItemLogs([{ taskId: done.task.id, itemId: done.ids[0]!, attempt: 1, at: new Date(), message: 'kept' }]);
+        await store.deleteTask(done.task.id);
+        expect(await store.getTask(done.task.id)).toBeNull();
+        expect((await store.listItems(done.task.id, { limit: 10 })).rows).toEqual([]);
+        expect(await store.itemLogs(done.task.id, done.ids[0]!, 10)).toEqual([]);
+        await expect(store.deleteTask(done.task.id)).rejects.toMatchObject({ code: 'not_found' });
+      });
+
+      it('counts items by state from the rows: queued, waiting for a retry (with the soonest retry), running, settled, retryable failures', async () => {
+        const { task, ids, rec } = await dispatched(6);
+        const token = randomUUID();
+        await store.claimItems(ids.slice(0, 5), token, LEASE);
+        await store.settleItems([
+          outcome(ids[0]!, token),
+          { itemId: ids[1]!, token, status: 'failed', error: { code: 'busy', message: 'out of attempts', retryable: true } },
+          { itemId: ids[2]!, token, status: 'failed', error: { code: 'corrupt', message: 'bad input', retryable: false } },
+        ]);
+        await store.releaseItems([{ itemId: ids[3]!, token, error: { code: 'busy', message: 'later', attempt: 1 }, delayMs: 60_000 }], rec.enqueue);
+        const counts = await store.itemCounts(task.id);
+        expect(counts).toMatchObject({ total: 6, queued: 1, waitingRetry: 1, running: 1, succeeded: 1, failed: 2, retryableFailed: 1, cancelled: 0 });
+        expect(counts.nextRetryAt!.getTime() - Date.now()).toBeGreaterThan(50_000);
+        const waiting = await store.listItems(task.id, { status: 'waiting', limit: 10 });
+        expect(waiting.rows.map((i) => i.id)).toEqual([ids[3]]);
+        expect(waiting.rows[0]!.retryAt).toBeInstanceOf(Date);
+        expect(await store.failureGroups(task.id)).toEqual([
+          { code: 'busy', count: 1, retryable: 1, message: 'out of attempts' },
+          { code: 'corrupt', count: 1, retryable: 0, message: 'bad input' },
+        ]);
+      });
+
+      it('retries only retryable failures, or chosen items, and records where the round began', async () => {
+        const { task, ids } = await dispatched(4);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([
+          outcome(ids[0]!, token),
+          { itemId: ids[1]!, token, status: 'failed', error: { code: 'busy', message: 'x', retryable: true } },
+          { itemId: ids[2]!, token, status: 'failed', error: { code: 'corrupt', message: 'x', retryable: false } },
+          { itemId: ids[3]!, token, status: 'failed', error: { code: 'corrupt', message: 'x', retryable: false } },
+        ]);
+        const rec = recorder();
+        const retried = await store.retryFailed(task.id, rec.enqueue, { retryableOnly: true });
+        expect(retried.retried).toBe(1);
+        expect(rec.enqueued.map((i) => i.id)).toEqual([ids[1]]);
+        expect(retried.task).toMatchObject({ round: 2, status: 'running', failed: 2, roundSettledAtStart: 3 });
+        expect(retried.task.roundStartedAt).toBeInstanceOf(Date);
+        const t2 = randomUUID();
+        await store.claimItems([ids[1]!], t2, LEASE);
+        await store.settleItems([outcome(ids[1]!, t2)]);
+        await expect(store.retryFailed(task.id, rec.enqueue, { retryableOnly: true })).rejects.toMatchObject({ code: 'conflict' });
+        await expect(store.retryFailed(task.id, rec.enqueue, { itemIds: [ids[0]!] })).rejects.toMatchObject({ code: 'conflict' });
+        const one = await store.retryFailed(task.id, rec.enqueue, { itemIds: [ids[2]!] });
+        expect(one).toMatchObject({ retried: 1, task: { round: 3, failed: 1, roundSettledAtStart: 3 } });
+      });
+
+      it('stores item log lines in order and reads an item’s lines only', async () => {
+        const { task, ids } = await dispatched(2);
+        const at = new Date();
+        await store.appendItemLogs([
+          ...Array.from({ length: 5 }, (_, i) => ({ taskId: task.id, itemId: ids[0]!, attempt: 1, at, message: `line ${i}`, data: { i } })),
+          { taskId: task.id, itemId: ids[1]!, attempt: 2, at, message: "other'); DROP TABLE fanout_item; --" },
+          { taskId: randomUUID(), itemId: ids[1]!, attempt: 1, at, message: 'a task that is gone' },
+        ]);
+        const lines = await store.itemLogs(task.id, ids[0]!, 10);
+        expect(lines.map((l) => [l.message, l.data])).toEqual(Array.from({ length: 5 }, (_, i) => [`line ${i}`, { i }]));
+        expect(await store.itemLogs(task.id, ids[0]!, 2)).toHaveLength(2);
+        expect((await store.itemLogs(task.id, ids[1]!, 10)).map((l) => [l.attempt, l.message])).toEqual([[2, "other'); DROP TABLE fanout_item; --"]]);
+        expect(await store.itemLogs(randomUUID(), ids[0]!, 10)).toEqual([]);
+      });
+
+      it('gives a live view the unfinished tasks of a tenant, and those changed since a moment', async () => {
+        const tenant = `live-${randomUUID()}`;
+        const before = new Date(Date.now() - 1000);
+        const open = await dispatched(1, { tenant });
+        const done = await dispatched(1, { tenant });
+        const token = randomUUID();
+        await store.claimItems(done.ids, token, LEASE);
+        await store.settleItems([outcome(done.ids[0]!, token)]);
+        await newTask({ tenant: `${tenant}-other` });
+        const live = await store.liveTaskCounts({ tenant, kinds: [kind], since: null, limit: 10 });
+        expect(live.map((t) => t.id)).toEqual([open.task.id]);
+        const since = await store.liveTaskCounts({ tenant, kinds: [kind], since: before, limit: 10 });
+        expect(since.map((t) => t.id).sort()).toEqual([open.task.id, done.task.id].sort());
+        expect(since.find((t) => t.id === done.task.id)).toMatchObject({ status: 'completed', succeeded: 1, kind, tenant });
+        expect(await store.liveTaskCounts({ tenant, kinds: ['another_kind'], since: before, limit: 10 })).toEqual([]);
+      });
+    });
+
+    describe('operations', () => {
+      it('records presence and adds samples of a bucket up, histograms included; a stopped process leaves', async () => {
+        const k = `${kind}_ops`;
+        const worker = { id: randomUUID(), role: 'worker', host: 'h', pid: 42, kinds: [k], concurrency: 8, inFlight: 3, startedAt: new Date(), stats: { recoveries: { lapsedRequeued: 1 } } };
+        const bucket = new Date(Math.floor(Date.now() / 10_000) * 10_000);
+        await store.reportPresence(worker, [{ bucket, kind: k, settled: 5, failed: 1, durations: [1, 2, 2] }]);
+        await store.reportPresence({ ...worker, inFlight: 1 }, [{ bucket, kind: k, settled: 2, failed: 0, durations: [0, 1, 1] }]);
+        const other = { ...worker, id: randomUUID(), pid: 43 };
+        await store.reportPresence(other, [{ bucket, kind: k, settled: 1, failed: 1, durations: [1, 0, 0] }]);
+        const workers = (await store.workers([k], 60_000)).sort((a, b) => a.pid - b.pid);
+        expect(workers.map((w) => [w.pid, w.inFlight])).toEqual([
+          [42, 1],
+          [43, 3],
+        ]);
+        expect(workers[0]!.stats).toEqual({ recoveries: { lapsedRequeued: 1 } });
+        expect(await store.workers(['nobody'], 60_000)).toEqual([]);
+        const points = await store.metrics([k], new Date(bucket.getTime() - 1));
+        expect(points).toEqual([{ bucket, settled: 8, failed: 2, durations: [2, 3, 3] }]);
+        await store.removeWorker(other.id);
+        expect((await store.workers([k], 60_000)).map((w) => w.pid)).toEqual([42]);
+      });
+
+      it('shows how many slots of each limit are busy', async () => {
+        const name = `usage_${randomUUID().slice(0, 8)}`;
+        await store.acquireSlot(name, 3, randomUUID(), LEASE);
+        await store.acquireSlot(name, 3, randomUUID(), LEASE);
+        expect((await store.slotUsage()).find((u) => u.name === name)).toEqual({ name, slots: 3, busy: 2 });
+      });
+    });
   });
 }

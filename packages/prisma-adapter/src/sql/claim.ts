@@ -80,7 +80,8 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
       SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
              ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays
     ), released AS (
-      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.errors[array_position(v.ids, i.id)]::jsonb
+      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.errors[array_position(v.ids, i.id)]::jsonb,
+        retry_at = clock_timestamp() + v.delays[array_position(v.ids, i.id)] * interval '1 millisecond'
       FROM v
       WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
         AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)

@@ -3,7 +3,7 @@
 // lapsed-lease recovery (which share-lock it), and both move the items and the counters in the
 // same transaction: a stop cancels every pending item and adds as many to `cancelled` in one
 // statement; a retry puts the failed items back to pending and takes as many off `failed`.
-import { FanoutError, type EnqueueItems, type RetryFailedResult, type StopReason, type StopResult } from '@fanout/core';
+import { FanoutError, type EnqueueItems, type RetryFailedOptions, type RetryFailedResult, type StopReason, type StopResult, type TaskRecord } from '@fanout/core';
 import { executor } from '../executor.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { isTerminalStatus, toSettled, toTask, type TaskRow } from '../rows.ts';
@@ -49,32 +49,63 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
 }
 
 /**
- * Re-opens a finished (`completed` or `failed`) task in `tx`: its failed items go back to pending
- * for a new round, `failed` is reduced by as many, and their jobs are enqueued.
+ * Re-opens a finished (`completed` or `failed`) task in `tx`: its failed items (all, the
+ * retryable ones, or the given ones) go back to pending for a new round, `failed` is reduced by
+ * as many, the round's start is recorded, and their jobs are enqueued.
  */
-export async function retryFailedItems(
-  tx: PrismaQueryable,
-  taskId: string,
-  enqueue: EnqueueItems,
-  options: { deadlineAt?: Date | null },
-): Promise<RetryFailedResult> {
+export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqueue: EnqueueItems, options: RetryFailedOptions): Promise<RetryFailedResult> {
   const task = await lockTask(tx, taskId);
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'completed' && task.status !== 'failed') {
     throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`);
   }
-  if (task.failed === 0) throw new FanoutError('conflict', `task ${taskId} has no failed items to retry`);
+  const only = options.itemIds ? [...options.itemIds] : null;
+  const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
   const items = await tx.$queryRaw<{ id: string }[]>`
     UPDATE fanout_item SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
-      claim_token = NULL, lease_until = NULL, finished_at = NULL
+      claim_token = NULL, lease_until = NULL, finished_at = NULL, retry_at = NULL
     WHERE task_id = ${taskId}::uuid AND status = 'failed'
+      AND (${only}::uuid[] IS NULL OR id = ANY(${only}::uuid[]))
+      AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE)
     RETURNING id`;
+  if (items.length === 0) {
+    const what = only ? (only.length === 1 ? `item ${only[0]} is not a failed item of task ${taskId}` : `none of the given items is a failed item of task ${taskId}`) : retryableOnly ? `task ${taskId} has no retryable failed items` : `task ${taskId} has no failed items to retry`;
+    throw new FanoutError('conflict', what);
+  }
+  if (only && items.length < only.length) {
+    const retried = new Set(items.map((i) => i.id));
+    throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`);
+  }
   const [row] = await tx.$queryRaw<TaskRow[]>`
     UPDATE fanout_task SET failed = failed - ${items.length}::int, status = 'running', stop_reason = NULL, error = NULL,
-      completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz, updated_at = now()
+      completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz,
+      round_started_at = now(), round_settled_at_start = succeeded + failed - ${items.length}::int + cancelled, updated_at = now()
     WHERE id = ${taskId}::uuid
     RETURNING *`;
   await enqueue(executor(tx), items.map((i) => ({ id: i.id, taskId, kind: task.kind })));
   return { retried: items.length, task: toTask(row!) };
+}
+
+/** Marks a finished task archived (again: a no-op); a `conflict` while it runs. */
+export async function archiveTask(db: PrismaQueryable, taskId: string): Promise<TaskRecord> {
+  const [row] = await db.$queryRaw<TaskRow[]>`
+    UPDATE fanout_task SET archived_at = COALESCE(archived_at, now())
+    WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled')
+    RETURNING *`;
+  if (row) return toTask(row);
+  return unfinishedOrMissing(db, taskId, 'archived');
+}
+
+/** Deletes a finished task; its items and logs go with it (foreign keys, ON DELETE CASCADE). */
+export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<void> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    DELETE FROM fanout_task WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled') RETURNING id`;
+  if (rows.length === 0) await unfinishedOrMissing(db, taskId, 'deleted');
+}
+
+async function unfinishedOrMissing(db: PrismaQueryable, taskId: string, what: string): Promise<never> {
+  const [task] = await db.$queryRaw<{ status: string }[]>`SELECT status FROM fanout_task WHERE id = ${taskId}::uuid`;
+  if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be ${what}`);
 }

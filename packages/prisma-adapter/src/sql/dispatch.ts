@@ -2,7 +2,7 @@
 // items a page at a time, each page with the child jobs of its items, in one transaction. A
 // manager that crashes mid-dispatch loses nothing (a page is all or nothing) and duplicates
 // nothing (a retried manager skips the keys the task already has).
-import { FanoutError, type EnqueueItems, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type TaskRecord, type TaskStatus } from '@fanout/core';
+import { FanoutError, type EnqueueItems, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type SubmittedTask, type TaskRecord, type TaskStatus } from '@fanout/core';
 import { executor } from '../executor.ts';
 import { uuidv7 } from '../ids.ts';
 import { json } from '../json.ts';
@@ -12,22 +12,39 @@ import { toSettled, toTask, type TaskRow } from '../rows.ts';
 /** Rolls a dispatch page back because its task stopped while the page was being inserted. */
 export class StoppedWhileInserting extends Error {}
 
-/** Inserts a `queued` task and enqueues its manager job, both in `tx`. */
-export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<TaskRecord> {
+/**
+ * Inserts a `queued` task and enqueues its manager job, both in `tx`. With an idempotency key
+ * already used for this kind and tenant, inserts nothing and returns the first task (`replayed`),
+ * or refuses when the key came with another request. The unique index decides between two
+ * submits racing with one key: the loser's insert does nothing and it reads the winner's task.
+ */
+export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
   const [row] = await tx.$queryRaw<TaskRow[]>`
-    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at)
+    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash)
     VALUES (${uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
-            ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz)
+            ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz,
+            ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text)
+    ON CONFLICT (kind, (COALESCE(tenant, '')), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *`;
-  const record = toTask(row!);
-  await enqueue(executor(tx), record);
-  return record;
+  if (row) {
+    const record = toTask(row);
+    await enqueue(executor(tx), record);
+    return { ...record, replayed: false };
+  }
+  const [first] = await tx.$queryRaw<TaskRow[]>`
+    SELECT * FROM fanout_task
+    WHERE kind = ${task.kind} AND COALESCE(tenant, '') = COALESCE(${task.tenant ?? null}::text, '') AND idempotency_key = ${task.idempotencyKey ?? null}::text`;
+  if (!first) throw new FanoutError('conflict', 'idempotencyKey: the task of this key was just deleted; use a new key', { field: 'idempotencyKey' });
+  if (first.request_hash !== (task.requestHash ?? null)) {
+    throw new FanoutError('conflict', `idempotencyKey: this key was used for another request (task ${first.id}); use a new key for a new task`, { field: 'idempotencyKey' });
+  }
+  return { ...toTask(first), replayed: true };
 }
 
 /** `queued` -> `running`; null when the task was not queued (the caller reads it as it is). */
 export async function startDispatch(db: PrismaQueryable, taskId: string): Promise<TaskRecord | null> {
   const [started] = await db.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET status = 'running', started_at = now(), updated_at = now()
+    UPDATE fanout_task SET status = 'running', started_at = now(), round_started_at = now(), updated_at = now()
     WHERE id = ${taskId}::uuid AND status = 'queued'
     RETURNING *`;
   return started ? toTask(started) : null;

@@ -44,7 +44,7 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
             itemId: r.id,
             token: r.claim_token,
             status: 'failed' as const,
-            error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts },
+            error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts, retryable: true },
           }
         : { itemId: r.id, token: r.claim_token, status: 'cancelled' as const },
     );

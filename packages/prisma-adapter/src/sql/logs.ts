@@ -1,0 +1,29 @@
+// Item logs: the lines handlers write with `ctx.log`, stored in batches so they can be read after
+// the item ran (the live stream only shows them to whoever watches at the time). One statement per
+// batch, whatever its size; a task's lines are deleted with it.
+import type { ItemLogEntry } from '@fanout/core';
+import { json } from '../json.ts';
+import type { PrismaQueryable } from '../prisma-like.ts';
+
+export async function appendItemLogs(db: PrismaQueryable, entries: readonly ItemLogEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  // Lines of a task deleted meanwhile are skipped rather than failing the batch; the ids follow the
+  // batch's order (the join under EXISTS may not), so lines read back in the order they were logged.
+  await db.$queryRaw`
+    INSERT INTO fanout_item_log (task_id, item_id, attempt, at, message, data)
+    SELECT x.task_id, x.item_id, x.attempt, x.at, x.message, x.data::jsonb
+    FROM unnest(${entries.map((e) => e.taskId)}::uuid[], ${entries.map((e) => e.itemId)}::uuid[], ${entries.map((e) => e.attempt)}::int[],
+                ${entries.map((e) => e.at)}::timestamptz[], ${entries.map((e) => e.message)}::text[], ${entries.map((e) => json(e.data))}::text[])
+         WITH ORDINALITY AS x(task_id, item_id, attempt, at, message, data, ord)
+    WHERE EXISTS (SELECT 1 FROM fanout_task t WHERE t.id = x.task_id)
+    ORDER BY x.ord`;
+}
+
+/** An item's lines, oldest first (the first `limit`). */
+export async function itemLogs(db: PrismaQueryable, taskId: string, itemId: string, limit: number): Promise<ItemLogEntry[]> {
+  const rows = await db.$queryRaw<{ attempt: number; at: Date; message: string; data: Record<string, unknown> | null }[]>`
+    SELECT attempt, at, message, data FROM fanout_item_log
+    WHERE item_id = ${itemId}::uuid AND task_id = ${taskId}::uuid
+    ORDER BY id LIMIT ${limit}::int`;
+  return rows.map((r) => ({ taskId, itemId, attempt: r.attempt, at: r.at, message: r.message, ...(r.data ? { data: r.data } : {}) }));
+}

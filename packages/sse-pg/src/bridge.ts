@@ -18,14 +18,15 @@ const counts = (e: RuntimeTaskEvent) => ({
  */
 export function broadcastRuntimeEvents(events: FanoutEvents, publisher: TaskEventPublisher): () => void {
   const offs = [
-    ...(['task.progress', 'task.completed', 'task.failed', 'task.cancelled'] as const).map((type) =>
-      events.on(type, (e) => publisher.publish({ type, taskId: e.id, tenant: e.tenant, at: e.at, counts: counts(e) })),
+    ...(['task.submitted', 'task.progress', 'task.completed', 'task.failed', 'task.cancelled'] as const).map((type) =>
+      events.on(type, (e) => publisher.publish({ type, taskId: e.id, tenant: e.tenant, kind: e.kind, at: e.at, counts: counts(e) })),
     ),
     events.on('item.log', (e) =>
       publisher.publish({
         type: 'item.log',
         taskId: e.taskId,
         tenant: e.tenant,
+        kind: e.kind,
         at: Date.now(),
         itemId: e.itemId,
         key: e.key,
@@ -38,6 +39,7 @@ export function broadcastRuntimeEvents(events: FanoutEvents, publisher: TaskEven
         type: 'item.failed',
         taskId: e.taskId,
         tenant: e.tenant,
+        kind: e.kind,
         at: Date.now(),
         itemId: e.itemId,
         key: e.key,

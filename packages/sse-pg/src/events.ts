@@ -13,12 +13,14 @@ export const taskCountsSchema = z.object({
 });
 export type TaskCounts = z.infer<typeof taskCountsSchema>;
 
-const base = { taskId: z.uuid(), tenant: z.string().nullable(), at: z.number() };
+// `kind` (the definition's name) lets one stream carry several apps' tasks apart.
+const base = { taskId: z.uuid(), tenant: z.string().nullable(), kind: z.string().optional(), at: z.number() };
 
 export const TERMINAL_EVENT_TYPES = ['task.completed', 'task.failed', 'task.cancelled'] as const;
 
 /** Every event that crosses processes. Validated when published and when received. */
 export const taskEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('task.submitted'), ...base, counts: taskCountsSchema }),
   z.object({ type: z.literal('task.progress'), ...base, counts: taskCountsSchema }),
   z.object({ type: z.literal('task.completed'), ...base, counts: taskCountsSchema }),
   z.object({ type: z.literal('task.failed'), ...base, counts: taskCountsSchema }),
@@ -36,7 +38,7 @@ export const taskEventSchema = z.discriminatedUnion('type', [
     ...base,
     itemId: z.uuid(),
     key: z.string(),
-    error: z.object({ code: z.string(), message: z.string(), attempt: z.number().int().optional() }),
+    error: z.object({ code: z.string(), message: z.string(), attempt: z.number().int().optional(), retryable: z.boolean().optional() }),
     willRetry: z.boolean(),
   }),
 ]);

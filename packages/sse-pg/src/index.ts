@@ -10,3 +10,5 @@ export { broadcastRuntimeEvents } from './bridge.ts';
 export { migrationsDir } from './paths.ts';
 export { collectEventStream } from './client.ts';
 export type { EventStreamMessage } from './client.ts';
+export { streamTenantEvents } from './tenant-stream.ts';
+export type { KindedTaskState, StreamScope, TenantEventsOptions } from './tenant-stream.ts';

@@ -66,8 +66,8 @@ function stateEventOf(task: TaskState): TaskStateEvent {
 /**
  * A Hono handler streaming one task's events as Server-Sent Events. It first sends the task's
  * current state, then live events; progress only ever moves forward, the ending is sent exactly
- * once per round, and a reconnecting client (`Last-Event-ID`) gets neither a gap (it is sent the
- * current state) nor a second ending. When the subscriber reconnects to Postgres (notifications
+ * once per round and ends the stream, and a reconnecting client (`Last-Event-ID`) gets neither a
+ * gap (it is sent the current state) nor a second ending. When the subscriber reconnects to Postgres (notifications
  * sent meanwhile are lost) the handler re-reads the task's state.
  */
 export function taskEventsHandler(options: TaskEventsHandlerOptions) {
@@ -144,9 +144,16 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
             }
             const event = queue.shift()!;
             if (isStateEvent(event)) {
-              if (latest && !isNewerState(event, latest)) continue; // stale, or the ending again
+              if (latest && !isNewerState(event, latest)) {
+                // Stale, or the ending again: a client that has the ending already is done.
+                if (isTerminalEvent(latest) && isTerminalEvent(event)) closed = true;
+                continue;
+              }
               latest = event;
               await send(stream, event, stateEventId(event));
+              // The ending is the last event: the stream ends with it (a retry-failed opens a new
+              // round, which a client follows by connecting again).
+              if (isTerminalEvent(event)) closed = true;
             } else {
               await send(stream, event);
             }

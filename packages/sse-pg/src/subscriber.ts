@@ -34,6 +34,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
   readonly #options: Required<Omit<ListenerOptions, 'logger'>>;
   readonly #logger: Logger | undefined;
   readonly #byTask = new Map<string, Set<TaskEventListener>>();
+  readonly #byTenant = new Map<string | null, Set<TaskEventListener>>();
   readonly #onReconnect = new Set<() => void>();
   #client: pg.Client | null = null;
   #connecting: Promise<void> | null = null;
@@ -78,6 +79,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
   get listenerCount(): number {
     let n = 0;
     for (const set of this.#byTask.values()) n += set.size;
+    for (const set of this.#byTenant.values()) n += set.size;
     return n + this.#onReconnect.size;
   }
 
@@ -88,6 +90,17 @@ export class TaskEventSubscriber implements AsyncDisposable {
     return () => {
       set.delete(listener);
       if (set.size === 0 && this.#byTask.get(taskId) === set) this.#byTask.delete(taskId);
+    };
+  }
+
+  /** Every event of one tenant's tasks (whose stored payloads, only item logs, are not read for it). */
+  subscribeTenant(tenant: string | null, listener: TaskEventListener): () => void {
+    let set = this.#byTenant.get(tenant);
+    if (!set) this.#byTenant.set(tenant, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.#byTenant.get(tenant) === set) this.#byTenant.delete(tenant);
     };
   }
 
@@ -205,9 +218,9 @@ export class TaskEventSubscriber implements AsyncDisposable {
         return;
       }
     }
-    const listeners = this.#byTask.get(event.taskId);
-    if (!listeners) return;
-    for (const listener of [...listeners]) this.#safe(() => listener(event));
+    for (const listeners of [this.#byTask.get(event.taskId), this.#byTenant.get(event.tenant)]) {
+      if (listeners) for (const listener of [...listeners]) this.#safe(() => listener(event));
+    }
   }
 
   #safe(fn: () => void): void {

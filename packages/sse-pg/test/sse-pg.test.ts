@@ -173,7 +173,7 @@ describe('SSE handler', () => {
   const open = (taskId: string, headers: Record<string, string> = {}) =>
     app.request(`/tasks/${taskId}/events`, { headers: { 'x-tenant': 't1', ...headers } });
 
-  it('starts with the current state, then streams live events with heartbeats', async () => {
+  it('starts with the current state, then streams live events with heartbeats, and ends with the ending', async () => {
     const task = newTask(3, 10);
     const res = await open(task.id);
     expect(res.status).toBe(200);
@@ -181,6 +181,7 @@ describe('SSE handler', () => {
     const sse = sseReader(res.body!);
     await waitFor(() => sse.messages.length === 1, 'the initial state');
     expect(sse.messages[0]).toMatchObject({ event: 'task.progress', id: '1.3.10', data: { counts: { succeeded: 3 } } });
+    await waitFor(() => sse.comments > 0, 'a heartbeat');
     publisher.publish(progress(task.id, 7, 10));
     publisher.publish(log(task.id, 'item 8 parsed'));
     publisher.publish(completed(task.id, 10));
@@ -194,8 +195,9 @@ describe('SSE handler', () => {
       events.includes('task.progress', 1) ? ['1.3.10', '1.7.10'] : ['1.3.10'],
     );
     expect(sse.messages.at(-1)?.id).toBe('1.end');
-    await waitFor(() => sse.comments > 0, 'a heartbeat');
-    await sse.cancel();
+    // The ending is the last event: the server ends the stream.
+    await waitFor(() => sse.ended, 'the end of the stream');
+    expect(sse.messages.at(-1)?.id).toBe('1.end');
   });
 
   it('a client that connects after the task finished gets the final state at once, and never twice', async () => {
@@ -203,12 +205,11 @@ describe('SSE handler', () => {
     const first = sseReader((await open(task.id)).body!);
     await waitFor(() => first.messages.length === 1, 'the final state');
     expect(first.messages[0]).toMatchObject({ event: 'task.completed', id: '1.end', data: { counts: { succeeded: 10, total: 10 } } });
-    await first.cancel();
-    // Reconnecting with the ending's id: no second ending.
+    await waitFor(() => first.ended, 'the end of the stream');
+    // Reconnecting with the ending's id: no second ending, and nothing more to wait for.
     const again = sseReader((await open(task.id, { 'last-event-id': '1.end' })).body!);
-    await waitFor(() => again.comments > 1, 'heartbeats on the resumed stream');
+    await waitFor(() => again.ended, 'the end of the resumed stream');
     expect(again.messages).toEqual([]);
-    await again.cancel();
   });
 
   it('resumes after Last-Event-ID without repeating what the client has', async () => {

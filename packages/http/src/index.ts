@@ -1,5 +1,6 @@
-export { healthRoutes, ownedTask, routerOf, taskRoutes, taskView } from './routes.ts';
-export type { TaskRoutesOptions } from './routes.ts';
+export { healthRoutes, ownedTask, routerOf, taskRoutes } from './routes/index.ts';
+export type { TaskRoutesOptions } from './routes/index.ts';
+export { itemView, taskView } from './views.ts';
 export { bearerAuth, mountRoute, openApiPath, parseRequest, route } from './route.ts';
 export type { AuthEnv, Principal, ResponseSpec, Role, RouteSpec } from './route.ts';
 export { errorResponse, HttpError, STATUS_OF, validationError } from './errors.ts';

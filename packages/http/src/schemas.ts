@@ -1,27 +1,39 @@
 import { z } from 'zod';
 
 export const taskIdParams = z.object({ id: z.uuid({ error: 'must be a task id (a UUID)' }) });
+export const itemParams = z.object({ id: z.uuid({ error: 'must be a task id (a UUID)' }), itemId: z.uuid({ error: 'must be an item id (a UUID)' }) });
 
 export const taskStatusSchema = z.enum(['queued', 'running', 'stopping', 'completed', 'failed', 'cancelled']);
 export const itemStatusSchema = z.enum(['pending', 'running', 'succeeded', 'failed', 'cancelled']);
+const stopReasonSchema = z.enum(['cancelled', 'failure_threshold', 'deadline', 'manager_failed']);
+const iso = z.iso.datetime();
 
 export const taskViewSchema = z.object({
   id: z.uuid(),
   kind: z.string(),
   status: taskStatusSchema,
-  stopReason: z.enum(['cancelled', 'failure_threshold', 'deadline', 'manager_failed']).nullable(),
+  stopReason: stopReasonSchema.nullable(),
   error: z.string().nullable(),
+  /** The input in a few words. */
+  summary: z.string().nullable(),
   total: z.number().int(),
   succeeded: z.number().int(),
   failed: z.number().int(),
   cancelled: z.number().int(),
   round: z.number().int(),
+  /** When the current round began, and how many items were settled then: a round's rate is its own. */
+  roundStartedAt: iso.nullable(),
+  roundSettledAtStart: z.number().int(),
   dispatched: z.boolean(),
-  createdAt: z.iso.datetime(),
-  startedAt: z.iso.datetime().nullable(),
-  completedAt: z.iso.datetime().nullable(),
+  createdAt: iso,
+  startedAt: iso.nullable(),
+  completedAt: iso.nullable(),
+  deadlineAt: iso.nullable(),
+  archivedAt: iso.nullable(),
 });
 export type TaskView = z.infer<typeof taskViewSchema>;
+
+const itemErrorSchema = z.object({ code: z.string(), message: z.string(), attempt: z.number().int().optional(), retryable: z.boolean().optional() });
 
 export const itemViewSchema = z.object({
   id: z.uuid(),
@@ -32,17 +44,35 @@ export const itemViewSchema = z.object({
   round: z.number().int(),
   snapshot: z.unknown(),
   result: z.unknown(),
-  error: z.object({ code: z.string(), message: z.string(), attempt: z.number().int().optional() }).nullable(),
-  startedAt: z.iso.datetime().nullable(),
-  finishedAt: z.iso.datetime().nullable(),
+  error: itemErrorSchema.nullable(),
+  startedAt: iso.nullable(),
+  finishedAt: iso.nullable(),
+  /** From its first start to its end (waits for retries included). */
+  durationMs: z.number().int().nullable(),
+  /** When a pending item that failed transiently is due again. */
+  nextAttemptAt: iso.nullable(),
 });
+export type ItemView = z.infer<typeof itemViewSchema>;
 
 const LIMIT_RULE = 'must be an integer from 1 to 200';
 const limit = z.coerce.number({ error: LIMIT_RULE }).int({ error: LIMIT_RULE }).min(1, { error: LIMIT_RULE }).max(200, { error: LIMIT_RULE }).default(50);
 const cursor = z.string().min(1).max(500).optional();
 
-export const listTasksQuery = z.object({ limit, cursor, status: taskStatusSchema.optional() }).strict();
-export const listItemsQuery = z.object({ limit, cursor, status: itemStatusSchema.optional() }).strict();
+export const taskFilterSchema = z.enum([...taskStatusSchema.options, 'active', 'finished'], { error: 'must be a task status, active or finished' });
+export const listTasksQuery = z
+  .object({
+    limit,
+    cursor,
+    status: taskFilterSchema.optional(),
+    /** A task id, or the start of one. */
+    q: z.string().regex(/^[0-9a-fA-F-]{4,36}$/, { error: 'must be a task id or its first 4+ characters (hex digits and dashes)' }).optional(),
+    archived: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+  })
+  .strict();
+export const listItemsQuery = z
+  .object({ limit, cursor, status: z.enum([...itemStatusSchema.options, 'waiting'], { error: 'must be an item status or waiting' }).optional() })
+  .strict();
+export const liveQuery = z.object({ task: z.uuid({ error: 'must be a task id (a UUID)' }).optional() }).strict();
 
 export const submitOptionsSchema = z
   .object({
@@ -52,12 +82,44 @@ export const submitOptionsSchema = z
   })
   .strict();
 
-export const retryFailedBody = z.object({ deadlineMs: z.number().int().min(1).nullable().optional() }).strict();
+export const retryFailedBody = z
+  .object({
+    deadlineMs: z.number().int().min(1).nullable().optional(),
+    /** Only failures whose cause may pass (transient failures out of attempts, expired, lapsed). */
+    retryableOnly: z.boolean().optional(),
+  })
+  .strict();
+export const retryItemBody = z.object({ deadlineMs: z.number().int().min(1).nullable().optional() }).strict();
 
 export const submittedSchema = z.object({ id: z.uuid(), status: taskStatusSchema });
 export const taskPageSchema = z.object({ tasks: z.array(taskViewSchema), nextCursor: z.string().nullable() });
 export const itemPageSchema = z.object({ items: z.array(itemViewSchema), nextCursor: z.string().nullable() });
 export const retriedSchema = z.object({ retried: z.number().int(), task: taskViewSchema });
+export const taskSummarySchema = z.object({ counts: z.object({ ...Object.fromEntries(taskStatusSchema.options.map((s) => [s, z.number().int()])), archived: z.number().int() }) });
+export const itemCountsSchema = z.object({
+  total: z.number().int(),
+  queued: z.number().int(),
+  waitingRetry: z.number().int(),
+  nextRetryAt: iso.nullable(),
+  running: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  retryableFailed: z.number().int(),
+  cancelled: z.number().int(),
+});
+export const failuresSchema = z.object({ groups: z.array(z.object({ code: z.string(), count: z.number().int(), retryable: z.number().int(), message: z.string() })) });
+export const logsSchema = z.object({ logs: z.array(z.object({ at: iso, attempt: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })) });
+export const principalSchema = z.object({ tenant: z.string(), role: z.enum(['user', 'operator']) });
+export const operationsSchema = z.object({
+  at: iso,
+  queues: z.array(z.object({ name: z.string(), queued: z.number().int(), active: z.number().int(), deferred: z.number().int(), deadLetter: z.number().int() })),
+  workers: z.array(
+    z.object({ id: z.uuid(), role: z.string(), host: z.string(), pid: z.number().int(), startedAt: iso, lastSeenAt: iso, alive: z.boolean(), concurrency: z.number().int(), inFlight: z.number().int() }),
+  ),
+  limits: z.array(z.object({ name: z.string(), kind: z.enum(['global', 'rate']), limit: z.number().int(), inUse: z.number().int(), waiting: z.number().int(), waits: z.number().int(), waitedMs: z.number() })),
+  series: z.array(z.object({ at: iso, settled: z.number().int(), failed: z.number().int(), p50Ms: z.number().nullable(), p95Ms: z.number().nullable() })),
+  recoveries: z.object({ lapsedRequeued: z.number().int(), lapsedFailed: z.number().int(), orphansRequeued: z.number().int(), countersRepaired: z.number().int() }),
+});
 export const errorSchema = z.object({
   error: z.object({
     code: z.string(),

@@ -42,14 +42,14 @@ const call = (method: string, path: string, options: { token?: string | null; bo
  * Every route the served OpenAPI document says needs a token, with `{id}` filled in: the tests
  * below cover what the API documents, so a new route is covered as soon as it is documented.
  */
-async function tokenRoutes(id: string): Promise<[string, string][]> {
+async function tokenRoutes(id: string, itemId = '00000000-0000-4000-8000-000000000000'): Promise<[string, string][]> {
   const document = (await (await call('GET', '/openapi.json', { token: null })).json()) as {
     paths: Record<string, Record<string, { security?: unknown[] }>>;
   };
   return Object.entries(document.paths).flatMap(([path, operations]) =>
     Object.entries(operations)
       .filter(([, operation]) => operation.security?.length !== 0)
-      .map(([method]): [string, string] => [method.toUpperCase(), path.replace('/api/test', '').replace('{id}', id)]),
+      .map(([method]): [string, string] => [method.toUpperCase(), path.replace('/api/test', '').replace('{id}', id).replace('{itemId}', itemId)]),
   );
 }
 
@@ -77,7 +77,29 @@ describe('shared HTTP layer', () => {
     const doc = (await (await call('GET', '/openapi.json', { token: null })).json()) as { openapi: string; paths: Record<string, Record<string, any>> };
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/healthz', '/openapi.json', '/readyz', '/tasks', '/tasks/{id}', '/tasks/{id}/cancel', '/tasks/{id}/events', '/tasks/{id}/items', '/tasks/{id}/retry-failed'].map((p) => `/api/test${p}`).sort(),
+      [
+        '/events',
+        '/healthz',
+        '/me',
+        '/openapi.json',
+        '/ops',
+        '/readyz',
+        '/tasks',
+        '/tasks/summary',
+        '/tasks/{id}',
+        '/tasks/{id}/archive',
+        '/tasks/{id}/cancel',
+        '/tasks/{id}/counts',
+        '/tasks/{id}/events',
+        '/tasks/{id}/failures',
+        '/tasks/{id}/failures.csv',
+        '/tasks/{id}/items',
+        '/tasks/{id}/items/{itemId}/logs',
+        '/tasks/{id}/items/{itemId}/retry',
+        '/tasks/{id}/retry-failed',
+      ]
+        .map((p) => `/api/test${p}`)
+        .sort(),
     );
     // The submit body is the definition's own input schema.
     const body = doc.paths['/api/test/tasks']!.post.requestBody.content['application/json'].schema;
@@ -89,7 +111,27 @@ describe('shared HTTP layer', () => {
     const task = await ended(id);
     expect(task).toMatchObject({ id, status: 'completed', total: 12, succeeded: 9, failed: 3, cancelled: 0 });
     expect(Object.keys(task).sort()).toEqual(
-      ['cancelled', 'completedAt', 'createdAt', 'dispatched', 'error', 'failed', 'id', 'kind', 'round', 'startedAt', 'status', 'stopReason', 'succeeded', 'total'].sort(),
+      [
+        'archivedAt',
+        'cancelled',
+        'completedAt',
+        'createdAt',
+        'deadlineAt',
+        'dispatched',
+        'error',
+        'failed',
+        'id',
+        'kind',
+        'round',
+        'roundSettledAtStart',
+        'roundStartedAt',
+        'startedAt',
+        'status',
+        'stopReason',
+        'succeeded',
+        'summary',
+        'total',
+      ].sort(),
     );
     const list = (await (await call('GET', '/tasks?limit=100')).json()) as { tasks: { id: string }[] };
     expect(list.tasks.map((x) => x.id)).toContain(id);
@@ -139,8 +181,9 @@ describe('shared HTTP layer', () => {
   it("answers 404 on every route for another tenant's task, and lists only the caller's tasks", async () => {
     const id = await submit({ count: 2 }, 'token-a');
     await ended(id);
-    const routes = (await tokenRoutes(id)).filter(([, path]) => path.includes(id));
-    expect(routes).toHaveLength(5);
+    const [item] = ((await (await call('GET', `/tasks/${id}/items?limit=1`)).json()) as { items: { id: string }[] }).items;
+    const routes = (await tokenRoutes(id, item!.id)).filter(([, path]) => path.includes(id));
+    expect(routes).toHaveLength(12);
     for (const [method, path] of routes) {
       const res = await call(method, path, { token: 'token-b' });
       expect(res.status, `${method} ${path}`).toBe(404);
@@ -153,7 +196,7 @@ describe('shared HTTP layer', () => {
   it('refuses requests without a valid bearer token on every task route', async () => {
     const id = await submit({ count: 1 });
     const routes = await tokenRoutes(id);
-    expect(routes).toHaveLength(7);
+    expect(routes).toHaveLength(18);
     for (const [method, path] of routes) {
       const missing = await call(method, path, { token: null });
       expect(missing.status, `${method} ${path}`).toBe(401);

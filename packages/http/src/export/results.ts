@@ -2,7 +2,7 @@ import { isTerminalTaskStatus, type AnyFanoutDefinition, type Fanout, type ItemR
 import type { Context } from 'hono';
 import { HttpError } from '../errors.ts';
 import { route, type AuthEnv, type RouteSpec } from '../route.ts';
-import { ownedTask } from '../routes.ts';
+import { ownedTask } from '../routes/context.ts';
 import { errorSchema, taskIdParams } from '../schemas.ts';
 import { csvLines, type CsvColumn } from './csv.ts';
 import { jsonArrayOf, textStream } from './stream.ts';

@@ -1,0 +1,73 @@
+import { route, type RouteSpec } from '../route.ts';
+import { errorSchema, itemParams, retriedSchema, retryFailedBody, retryItemBody, taskIdParams, taskViewSchema } from '../schemas.ts';
+import { taskView } from '../views.ts';
+import { ownedTask, type TaskRoutesOptions } from './context.ts';
+
+/** Cancel, retry (failed items, one item), archive, delete. */
+export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
+  const { fanout, definition } = options;
+  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema };
+  return [
+    route({
+      method: 'post',
+      path: '/tasks/:id/cancel',
+      summary: 'Cancel a queued or running task',
+      params: taskIdParams,
+      responses: { 200: taskViewSchema, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        await fanout.cancel(task.id);
+        return c.json(taskView((await fanout.getTask(task.id))!));
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/tasks/:id/retry-failed',
+      summary: 'Re-run the failed items of a finished task (retryableOnly: only those whose failure may pass)',
+      params: taskIdParams,
+      body: retryFailedBody,
+      responses: { 202: retriedSchema, ...responses },
+      async handler(c, { body }) {
+        const task = await ownedTask(c, fanout, definition);
+        const result = await fanout.retryFailed(task.id, { ...(body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs }), ...(body.retryableOnly ? { retryableOnly: true } : {}) });
+        return c.json({ retried: result.retried, task: taskView(result.task) }, 202);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/tasks/:id/items/:itemId/retry',
+      summary: 'Re-run one failed item of a finished task, whatever its failure',
+      params: itemParams,
+      body: retryItemBody,
+      responses: { 202: retriedSchema, ...responses },
+      async handler(c, { params, body }) {
+        const task = await ownedTask(c, fanout, definition);
+        const result = await fanout.retryItem(task.id, params.itemId, body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs });
+        return c.json({ retried: result.retried, task: taskView(result.task) }, 202);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/tasks/:id/archive',
+      summary: 'Archive a finished task (it leaves the default list)',
+      params: taskIdParams,
+      responses: { 200: taskViewSchema, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        return c.json(taskView(await fanout.archive(task.id)));
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/tasks/:id',
+      summary: 'Delete a finished task with its items and logs',
+      params: taskIdParams,
+      responses: { 204: { contentType: 'text/plain', description: 'deleted' }, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        await fanout.deleteTask(task.id);
+        return c.body(null, 204);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,63 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { errorResponse } from '../errors.ts';
+import { openApiDocument } from '../openapi.ts';
+import { mountRoute, route, type AuthEnv, type RouteSpec } from '../route.ts';
+import type { TaskRoutesOptions } from './context.ts';
+import { controlRoutes } from './controls.ts';
+import { healthRoutes } from './health.ts';
+import { itemRoutes } from './items.ts';
+import { liveRoutes } from './live.ts';
+import { operationRoutes } from './operations.ts';
+import { taskReadWriteRoutes } from './tasks.ts';
+
+/** Serves route specs on a router, with JSON errors and a JSON 404 for unknown routes. */
+export function routerOf(specs: readonly RouteSpec[], options: Pick<TaskRoutesOptions, 'authenticate' | 'logger'>): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
+  const log = (message: string, data: Record<string, unknown>) => options.logger?.error(message, data);
+  app.onError((error, c) => errorResponse(c, error, log));
+  app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
+  for (const spec of specs) mountRoute(app, spec, options.authenticate);
+  return app;
+}
+
+/**
+ * The routes every Fanout app serves for one definition: submit, list, read, items, counts,
+ * logs, failures, controls (cancel, retry, archive, delete), live streams, identity and
+ * operations, plus `/healthz`, `/readyz` and `/openapi.json`, and the app's own `routes`. Every
+ * task route needs a bearer token; a task of another tenant answers 404 exactly like an unknown
+ * one. Mount it under the app's prefix: `app.route('/api/asl', taskRoutes({ … }))`.
+ */
+export function taskRoutes(options: TaskRoutesOptions): Hono<AuthEnv> {
+  const specs: RouteSpec[] = [
+    ...healthRoutes(options),
+    route({
+      method: 'get',
+      path: '/openapi.json',
+      summary: 'This document',
+      responses: { 200: z.object({}).passthrough() },
+      auth: false,
+      handler: (c) =>
+        c.json(
+          openApiDocument({
+            title: options.title ?? `${options.definition.name} tasks`,
+            basePath: options.basePath ?? '',
+            routes: specs,
+            ...(options.rootRoutes ? { rootRoutes: options.rootRoutes } : {}),
+          }),
+        ),
+    }),
+    // Fixed paths before `/tasks/:id`, which would take them for an id.
+    ...taskReadWriteRoutes(options),
+    ...itemRoutes(options),
+    ...controlRoutes(options),
+    ...liveRoutes(options),
+    ...operationRoutes(options),
+    ...(options.routes ?? []),
+  ];
+  return routerOf(specs, options);
+}
+
+export { ownedTask } from './context.ts';
+export type { TaskRoutesOptions } from './context.ts';
+export { healthRoutes } from './health.ts';

@@ -1,0 +1,95 @@
+import type { ItemRecord } from '@fanout/core';
+import { csvLines, type CsvColumn } from '../export/csv.ts';
+import { taskItems } from '../export/results.ts';
+import { textStream } from '../export/stream.ts';
+import { route, type RouteSpec } from '../route.ts';
+import { errorSchema, failuresSchema, itemCountsSchema, itemPageSchema, itemParams, listItemsQuery, logsSchema, taskIdParams } from '../schemas.ts';
+import { itemView } from '../views.ts';
+import { ownedTask, type TaskRoutesOptions } from './context.ts';
+import { withQuery } from './tasks.ts';
+
+/** Lines of an item's log returned at most (the store keeps 500 per attempt). */
+const MAX_LOG_LINES = 2000;
+
+const FAILURE_COLUMNS: CsvColumn<ItemRecord>[] = [
+  { header: 'item_id', value: (i) => i.id },
+  { header: 'key', value: (i) => i.key },
+  { header: 'attempts', value: (i) => i.attempts },
+  { header: 'round', value: (i) => i.round },
+  { header: 'error_code', value: (i) => i.error?.code ?? null },
+  { header: 'error', value: (i) => i.error?.message ?? null },
+  { header: 'retryable', value: (i) => (i.error?.retryable === undefined ? null : i.error.retryable) },
+  { header: 'finished_at', value: (i) => i.finishedAt?.toISOString() ?? null },
+  { header: 'snapshot', value: (i) => i.snapshot },
+];
+
+/** A task's items: pages, counts by state, logs, failures. */
+export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
+  const { fanout, definition } = options;
+  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema };
+  return [
+    route({
+      method: 'get',
+      path: '/tasks/:id/items',
+      summary: "A task's items, in dispatch order, with failure reasons (status: an item status, or waiting: pending after a failure)",
+      params: taskIdParams,
+      query: listItemsQuery,
+      responses: { 200: itemPageSchema, ...responses },
+      async handler(c, { query }) {
+        const task = await ownedTask(c, fanout, definition);
+        const page = await withQuery(() => fanout.listItems(task.id, { limit: query.limit, cursor: query.cursor ?? null, ...(query.status ? { status: query.status } : {}) }));
+        return c.json({ items: page.rows.map(itemView), nextCursor: page.nextCursor });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/tasks/:id/counts',
+      summary: "A task's items by state right now: queued, waiting for a retry (and the next one's time), running, succeeded, failed (retryable), cancelled",
+      params: taskIdParams,
+      responses: { 200: itemCountsSchema, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        const counts = await fanout.store.itemCounts(task.id);
+        return c.json({ ...counts, nextRetryAt: counts.nextRetryAt?.toISOString() ?? null });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/tasks/:id/items/:itemId/logs',
+      summary: "An item's stored log lines (ctx.log), oldest first",
+      params: itemParams,
+      responses: { 200: logsSchema, ...responses },
+      async handler(c, { params }) {
+        const task = await ownedTask(c, fanout, definition);
+        const logs = await fanout.store.itemLogs(task.id, params.itemId, MAX_LOG_LINES);
+        return c.json({ logs: logs.map((l) => ({ at: l.at.toISOString(), attempt: l.attempt, message: l.message, ...(l.data ? { data: l.data } : {}) })) });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/tasks/:id/failures',
+      summary: "A task's failed items by error code, biggest group first",
+      params: taskIdParams,
+      responses: { 200: failuresSchema, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        return c.json({ groups: await fanout.store.failureGroups(task.id) });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/tasks/:id/failures.csv',
+      summary: "A task's failed items as CSV (spreadsheet-safe)",
+      params: taskIdParams,
+      responses: { 200: { contentType: 'text/csv' }, ...responses },
+      async handler(c) {
+        const task = await ownedTask(c, fanout, definition);
+        return c.body(textStream(csvLines(FAILURE_COLUMNS, taskItems(fanout, task.id, 'failed'))), 200, {
+          'content-type': 'text/csv; charset=utf-8',
+          'content-disposition': `attachment; filename="${definition.name}-${task.id}-failures.csv"`,
+          'cache-control': 'no-store',
+        });
+      },
+    }),
+  ];
+}

@@ -108,7 +108,8 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
     const onHash = () => {
       if (tokenFromFragment(location.hash)) return; // a sign-in link: the root takes it
       setRoute(parseRoute(location.hash));
-      main.current?.focus({ preventScroll: false });
+      main.current?.focus({ preventScroll: true });
+      window.scrollTo(0, 0);
     };
     window.addEventListener('hashchange', onHash);
     return () => window.removeEventListener('hashchange', onHash);

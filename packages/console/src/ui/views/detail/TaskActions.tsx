@@ -11,10 +11,10 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
   const actions = useTaskActions();
   const [busy, setBusy] = useState<string | null>(null);
   const short = shortId(task.id);
-  const run = async (name: string, action: () => Promise<boolean>) => {
+  const run = async (name: string, action: () => Promise<boolean>, refresh = true) => {
     setBusy(name);
     try {
-      if (await action()) done();
+      if ((await action()) && refresh) done();
     } finally {
       setBusy(null);
     }
@@ -39,7 +39,7 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
           key={spec.path}
           disabled={!exportable || busy !== null}
           aria-describedby={exportable ? undefined : 'export-hint'}
-          onClick={() => void run(`export ${spec.path}`, () => actions.download(task, spec))}
+          onClick={() => void run(`export ${spec.path}`, () => actions.download(task, spec), false)}
         >
           {busy === `export ${spec.path}` ? 'Downloading…' : `Export ${spec.label}`}
         </button>
@@ -50,7 +50,7 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
         </button>
       ) : null}
       {canDelete(task) ? (
-        <button type="button" class="danger" disabled={busy !== null} aria-label={`Delete task ${short}`} onClick={() => void run('delete', () => actions.remove(task))}>
+        <button type="button" class="danger" disabled={busy !== null} aria-label={`Delete task ${short}`} onClick={() => void run('delete', () => actions.remove(task), false)}>
           {busy === 'delete' ? 'Deleting…' : 'Delete'}
         </button>
       ) : null}

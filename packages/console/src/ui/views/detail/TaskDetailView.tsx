@@ -49,9 +49,11 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
   const cursor = cursors[cursors.length - 1] ?? null;
   const itemsRequest = useRef<AbortController | null>(null);
 
+  const seen = useRef('');
   const loadTask = useCallback(async () => {
     try {
-      store.upsert(await api.get<TaskView>(path));
+      // What the server just said needs no second look.
+      seen.current = signature(store.upsert(await api.get<TaskView>(path)));
       setTaskError(null);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) setMissing(error.message);
@@ -109,7 +111,6 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
   }, [loadItems]);
 
   // The task's counters moved (a live event) or an item failed: ask again, once a second at most.
-  const seen = useRef(signature(task));
   useEffect(
     () =>
       store.subscribe(() => {

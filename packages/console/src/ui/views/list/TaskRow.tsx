@@ -24,6 +24,7 @@ export function TaskRow({ task, now, cancelling, cancel }: TaskRowProps) {
         <a class="task-link" href={routeHash({ view: 'task', id: task.id, items: 'all' })}>
           <span class="sr-only">Task </span>
           <span class="mono">{short}</span>
+          <span class="sr-only">, </span>
           <span class="summary">{task.summary ?? task.kind}</span>
         </a>
         <StatusBadge task={task} />

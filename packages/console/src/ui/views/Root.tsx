@@ -81,8 +81,7 @@ export function Root({ config }: { config: ResolvedConsoleConfig }) {
 
   useEffect(() => {
     if (session.phase === 'checking') void validate(session.token, false);
-    // Only the first session is checked here; later ones go through signIn().
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // Only the first session is checked here; later ones go through signIn() or the listeners.
   }, []);
 
   // A `#token=…` link opened in a tab that already shows the console.

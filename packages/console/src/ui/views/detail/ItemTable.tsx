@@ -86,12 +86,18 @@ export function ItemTable({ task, items, columns, expanded, toggle, retrying, re
                       '—'
                     )}
                   </td>
-                  {columns.map((c) => (
-                    <td key={c.path} class={c.format === 'number' || c.format === 'ms' ? 'num' : c.format === 'json' ? 'mono wrap' : 'text'}>
-                      {formatColumn(item, c)}
-                    </td>
-                  ))}
-                  <td class="row-actions">
+                  {columns.map((c) => {
+                    const text = formatColumn(item, c);
+                    // Short values (file names, codes) stay on one line; long ones wrap.
+                    const cls = c.format === 'number' || c.format === 'ms' ? 'num' : c.format === 'json' ? 'mono wrap' : text.length > 40 ? 'wrap' : undefined;
+                    return (
+                      <td key={c.path} class={cls}>
+                        {text}
+                      </td>
+                    );
+                  })}
+                  <td>
+                    <span class="row-actions">
                     <button type="button" class="small" aria-expanded={open} aria-controls={open ? logsId : undefined} aria-label={`${open ? 'Hide' : 'Show'} logs of item ${item.key}`} onClick={() => toggle(item.id)}>
                       Logs
                     </button>
@@ -100,6 +106,7 @@ export function ItemTable({ task, items, columns, expanded, toggle, retrying, re
                         {retrying.has(item.id) ? 'Retrying…' : 'Retry'}
                       </button>
                     ) : null}
+                    </span>
                   </td>
                 </tr>
                 {open ? (

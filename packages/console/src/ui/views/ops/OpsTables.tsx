@@ -69,10 +69,12 @@ export function OpsTables({ snapshot, now }: { snapshot: OpsSnapshot; now: numbe
                       {l.name}
                     </th>
                     <td>{l.kind}</td>
-                    <td class="meter-cell">
-                      <Meter value={l.inUse} max={l.limit} />
-                      <span>
-                        {formatCount(l.inUse)} / {formatCount(l.limit)}
+                    <td>
+                      <span class="meter-cell">
+                        <Meter value={l.inUse} max={l.limit} />
+                        <span>
+                          {formatCount(l.inUse)} / {formatCount(l.limit)}
+                        </span>
                       </span>
                     </td>
                     <td class={`num${l.waiting > 0 ? ' c-warn' : ''}`}>{formatCount(l.waiting)}</td>
@@ -142,10 +144,12 @@ export function OpsTables({ snapshot, now }: { snapshot: OpsSnapshot; now: numbe
                         {w.alive ? 'alive' : 'lost'}
                       </span>
                     </td>
-                    <td class="meter-cell">
-                      <Meter value={w.inFlight} max={w.concurrency} />
-                      <span>
-                        {formatCount(w.inFlight)} / {formatCount(w.concurrency)}
+                    <td>
+                      <span class="meter-cell">
+                        <Meter value={w.inFlight} max={w.concurrency} />
+                        <span>
+                          {formatCount(w.inFlight)} / {formatCount(w.concurrency)}
+                        </span>
                       </span>
                     </td>
                     <td>{formatAgo(w.lastSeenAt, now)}</td>

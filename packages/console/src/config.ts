@@ -1,0 +1,89 @@
+// The console's configuration: what an app plugs into the shared console. The server embeds it
+// (resolved, every field present) in the HTML shell; the browser bundle reads it from there. This
+// file is shared by both sides, so it holds types and plain data only.
+
+/** Where a `select` or `multiselect` field gets its choices: `GET apiBase + path`. */
+export interface Source {
+  /** Path under the API base, with its query: `/documents?limit=1000`. */
+  path: string;
+  /** The array in the answer that holds the entries: `documents`. */
+  list: string;
+  /** The field of each entry submitted as the value: `id`. */
+  value: string;
+  /** The field of each entry shown to the user: `title`. */
+  label: string;
+  /** A secondary field shown beside the label: `filename`. */
+  detail?: string;
+}
+
+/** One field of the "new task" panel; its value lands in `input[name]`. */
+export type FieldSpec =
+  /** A checkbox list with "select all" and a filter box; the value is the chosen values (string[]). */
+  | { kind: 'multiselect'; name: string; label: string; source: Source; min?: number; max?: number }
+  /** A drop-down list; the value is the chosen value (string). */
+  | { kind: 'select'; name: string; label: string; source: Source; required?: boolean }
+  /**
+   * A file, uploaded as multipart/form-data (field `file`) to `apiBase + upload.path` when chosen;
+   * the value is the answer's `upload.idField` (string).
+   */
+  | { kind: 'file'; name: string; label: string; accept?: string; upload: { path: string; idField: string }; required?: boolean }
+  | { kind: 'text'; name: string; label: string; required?: boolean; placeholder?: string }
+  | { kind: 'number'; name: string; label: string; required?: boolean; min?: number; max?: number };
+
+/** The app's "new task" panel, shown beside the task list. */
+export interface NewTaskPanel {
+  /** The panel's heading: "New batch". */
+  title: string;
+  /** The submit button's text: "Start batch". */
+  submitLabel: string;
+  fields: FieldSpec[];
+  /** Offer the standard task options (maxFailures, maxFailureRatio, deadlineMs) in a folded "Options" section. */
+  options?: boolean;
+}
+
+/** One of the app's result columns in the item table. */
+export interface ColumnSpec {
+  /** The column heading: "Design". */
+  label: string;
+  /** A dotted path into the item view: `snapshot.filename`, `result.fieldsFound`. */
+  path: string;
+  /** How the value is shown. @default 'text' */
+  format?: 'text' | 'number' | 'ms' | 'json';
+}
+
+/** A download offered once a task finished: `GET apiBase + path` with `{id}` replaced. */
+export interface ExportSpec {
+  /** The button's text: "CSV". */
+  label: string;
+  /** Path under the API base with an `{id}` placeholder: `/tasks/{id}/results.csv`. */
+  path: string;
+}
+
+/** What an app passes to `consoleRoutes()`. */
+export interface ConsoleConfig {
+  /** The page title and heading: "ASL full-text extraction". */
+  title: string;
+  /** Where the app's task API is mounted, on the same origin: `/api/asl`. */
+  apiBase: string;
+  /** Where the console's scripts and stylesheet are served. @default '/console/' */
+  assetsBase?: string;
+  /** The app's "new task" panel. */
+  newTask: NewTaskPanel;
+  /** The app's result columns in the item table. @default [] */
+  columns?: ColumnSpec[];
+  /** Downloads of a finished task. @default [] */
+  exports?: ExportSpec[];
+}
+
+/** The configuration as embedded in the page: every default applied. */
+export interface ResolvedConsoleConfig {
+  title: string;
+  apiBase: string;
+  assetsBase: string;
+  newTask: NewTaskPanel;
+  columns: ColumnSpec[];
+  exports: ExportSpec[];
+}
+
+/** The id of the `<script type="application/json">` element that carries the configuration. */
+export const CONFIG_ELEMENT_ID = 'fanout-console-config';

@@ -1,0 +1,110 @@
+import type { ColumnSpec, ConsoleConfig, ExportSpec, FieldSpec, ResolvedConsoleConfig, Source } from '../config.ts';
+
+const FIELD_KINDS = ['multiselect', 'select', 'file', 'text', 'number'] as const;
+const FORMATS = ['text', 'number', 'ms', 'json'] as const;
+
+function fail(field: string, rule: string): never {
+  throw new TypeError(`@fanout/console: config.${field} ${rule}`);
+}
+
+function text(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.trim() === '') fail(field, 'must be a non-empty string');
+  return value;
+}
+
+function path(value: unknown, field: string): string {
+  const s = text(value, field);
+  // The page's Content-Security-Policy allows only its own origin, so every path is same-origin.
+  if (!s.startsWith('/') || s.startsWith('//')) fail(field, `must be a path on the same origin starting with "/" (got ${JSON.stringify(s)})`);
+  return s;
+}
+
+function optionalNumber(value: unknown, field: string): void {
+  if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value))) fail(field, 'must be a finite number when given');
+}
+
+function source(value: unknown, field: string): Source {
+  if (typeof value !== 'object' || value === null) fail(field, 'must be an object { path, list, value, label }');
+  const s = value as Source;
+  path(s.path, `${field}.path`);
+  text(s.list, `${field}.list`);
+  text(s.value, `${field}.value`);
+  text(s.label, `${field}.label`);
+  if (s.detail !== undefined) text(s.detail, `${field}.detail`);
+  return s;
+}
+
+function fieldSpec(value: unknown, at: string): FieldSpec {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object');
+  const f = value as FieldSpec;
+  if (!(FIELD_KINDS as readonly string[]).includes(f.kind)) fail(`${at}.kind`, `must be one of ${FIELD_KINDS.join(', ')}`);
+  text(f.name, `${at}.name`);
+  text(f.label, `${at}.label`);
+  if (f.kind === 'multiselect' || f.kind === 'select') source(f.source, `${at}.source`);
+  if (f.kind === 'multiselect' || f.kind === 'number') {
+    optionalNumber(f.min, `${at}.min`);
+    optionalNumber(f.max, `${at}.max`);
+  }
+  if (f.kind === 'file') {
+    if (typeof f.upload !== 'object' || f.upload === null) fail(`${at}.upload`, 'must be an object { path, idField }');
+    path(f.upload.path, `${at}.upload.path`);
+    text(f.upload.idField, `${at}.upload.idField`);
+  }
+  return f;
+}
+
+function column(value: unknown, at: string): ColumnSpec {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { label, path, format? }');
+  const c = value as ColumnSpec;
+  text(c.label, `${at}.label`);
+  text(c.path, `${at}.path`);
+  if (c.format !== undefined && !(FORMATS as readonly string[]).includes(c.format)) fail(`${at}.format`, `must be one of ${FORMATS.join(', ')}`);
+  return c;
+}
+
+function exportSpec(value: unknown, at: string): ExportSpec {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { label, path }');
+  const e = value as ExportSpec;
+  text(e.label, `${at}.label`);
+  if (!path(e.path, `${at}.path`).includes('{id}')) fail(`${at}.path`, 'must contain the {id} placeholder');
+  return e;
+}
+
+function array<T>(value: unknown, field: string, each: (v: unknown, at: string) => T): T[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) fail(field, 'must be an array');
+  return value.map((v, i) => each(v, `${field}[${i}]`));
+}
+
+/** Checks an app's console configuration and applies the defaults; throws a TypeError naming the field. */
+export function resolveConfig(config: ConsoleConfig): ResolvedConsoleConfig {
+  if (typeof config !== 'object' || config === null) throw new TypeError('@fanout/console: config must be an object');
+  const title = text(config.title, 'title');
+  // A trailing slash would double up with the paths the UI appends ("/tasks").
+  const apiBase = path(config.apiBase, 'apiBase').replace(/\/+$/, '');
+  if (apiBase === '') fail('apiBase', 'must not be the site root "/": mount the API under a prefix such as "/api"');
+  let assetsBase = config.assetsBase === undefined ? '/console/' : path(config.assetsBase, 'assetsBase');
+  if (!assetsBase.endsWith('/')) assetsBase += '/';
+  if (assetsBase === '/') fail('assetsBase', 'must not be the site root "/"');
+  if (!/^[A-Za-z0-9/_.~-]+$/.test(assetsBase)) fail('assetsBase', 'may hold only letters, digits and / _ . ~ -');
+
+  const panel = config.newTask;
+  if (typeof panel !== 'object' || panel === null) fail('newTask', 'must be an object { title, submitLabel, fields }');
+  text(panel.title, 'newTask.title');
+  text(panel.submitLabel, 'newTask.submitLabel');
+  const fields = array(panel.fields, 'newTask.fields', fieldSpec);
+  const names = new Set<string>();
+  fields.forEach((f, i) => {
+    if (names.has(f.name)) fail(`newTask.fields[${i}].name`, `repeats the name ${JSON.stringify(f.name)}`);
+    names.add(f.name);
+  });
+
+  return {
+    title,
+    apiBase,
+    assetsBase,
+    newTask: { title: panel.title, submitLabel: panel.submitLabel, fields, options: panel.options === true },
+    columns: array(config.columns, 'columns', column),
+    exports: array(config.exports, 'exports', exportSpec),
+  };
+}

@@ -1,0 +1,47 @@
+// The geometry of the operations chart: scales, ticks and SVG paths, kept apart from the markup.
+
+/** The smallest "nice" number (1, 2, 2.5 or 5 times a power of ten) at or above `value`. */
+export function niceCeiling(value: number): number {
+  if (!(value > 0)) return 1;
+  const power = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
+  return 10 * power;
+}
+
+/** `count + 1` evenly spaced ticks from 0 to `max`. */
+export function ticks(max: number, count = 4): number[] {
+  return Array.from({ length: count + 1 }, (_, i) => (max * i) / count);
+}
+
+export interface Point {
+  x: number;
+  y: number | null;
+}
+
+/** An SVG path through the points; a null value breaks the line (no data in that bucket). */
+export function linePath(points: Point[]): string {
+  let d = '';
+  let pen = false;
+  for (const p of points) {
+    if (p.y === null) {
+      pen = false;
+      continue;
+    }
+    d += `${pen ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`;
+    pen = true;
+  }
+  return d;
+}
+
+/** A closed area under the points down to `baseline` (nulls count as the baseline). */
+export function areaPath(points: Point[], baseline: number): string {
+  if (points.length === 0) return '';
+  const first = points[0]!;
+  const last = points[points.length - 1]!;
+  let d = `M${first.x.toFixed(1)},${baseline.toFixed(1)}`;
+  for (const p of points) d += `L${p.x.toFixed(1)},${(p.y ?? baseline).toFixed(1)}`;
+  return `${d}L${last.x.toFixed(1)},${baseline.toFixed(1)}Z`;
+}
+
+/** Maps a value in [0, max] to a pixel row in [top, bottom] (0 at the bottom). */
+export const scaleY = (value: number, max: number, top: number, bottom: number): number => bottom - (value / (max || 1)) * (bottom - top);

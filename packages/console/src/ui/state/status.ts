@@ -1,0 +1,89 @@
+import type { ItemCounts, ItemView, TaskView } from '../api/types.ts';
+import { formatCount } from './format.ts';
+import { isTerminal, settledOf } from './task-merge.ts';
+
+export type Tone = 'neutral' | 'active' | 'ok' | 'warn' | 'bad' | 'muted';
+
+export interface StatusPresentation {
+  /** The status word: `running`, `completed`, ... */
+  label: string;
+  /** The badge's style; never green for a task with failures. */
+  tone: Tone;
+  /** What qualifies it: `2 failed`, `too many failures`, `dispatching`. */
+  note: string | null;
+}
+
+const STOP_NOTES: Record<string, string> = {
+  cancelled: 'cancel requested',
+  failure_threshold: 'too many failures',
+  deadline: 'deadline passed',
+  manager_failed: 'could not dispatch',
+};
+
+/** How a task's status is shown: an honest word, a tone, and what qualifies it. */
+export function presentStatus(task: TaskView): StatusPresentation {
+  switch (task.status) {
+    case 'queued':
+      return { label: 'queued', tone: 'neutral', note: null };
+    case 'running':
+      return { label: 'running', tone: 'active', note: task.dispatched ? null : 'dispatching' };
+    case 'stopping':
+      return { label: 'stopping', tone: 'warn', note: task.stopReason ? (STOP_NOTES[task.stopReason] ?? null) : null };
+    case 'completed':
+      if (task.failed === 0) return { label: 'completed', tone: 'ok', note: null };
+      if (task.succeeded === 0) return { label: 'completed', tone: 'bad', note: `all ${formatCount(task.failed)} failed` };
+      return { label: 'completed', tone: 'warn', note: `${formatCount(task.failed)} failed` };
+    case 'failed':
+      return { label: 'failed', tone: 'bad', note: task.stopReason && task.stopReason !== 'cancelled' ? (STOP_NOTES[task.stopReason] ?? null) : null };
+    case 'cancelled':
+      return { label: 'cancelled', tone: 'muted', note: null };
+  }
+}
+
+/**
+ * The figure beside the progress bar. A percentage only where it is true: a completed task
+ * shows 100%, a running one never does; a cancelled or failed task shows settled/total, since its
+ * items were not all done; a queued one shows `queued`.
+ */
+export function progressLabel(task: TaskView): string {
+  const settled = settledOf(task);
+  if (task.status === 'queued') return 'queued';
+  if (task.status === 'cancelled' || task.status === 'failed' || task.status === 'stopping') return `${formatCount(settled)}/${formatCount(task.total)}`;
+  if (task.status === 'completed') return '100%';
+  if (task.total === 0) return 'starting';
+  const pct = Math.floor((settled / task.total) * 100);
+  return `${Math.min(pct, 99)}%`;
+}
+
+/** The progress bar's text for assistive technology: "42 of 60 settled: 40 succeeded, 2 failed". */
+export function progressText(task: TaskView): string {
+  const parts = [`${formatCount(task.succeeded)} succeeded`];
+  if (task.failed > 0) parts.push(`${formatCount(task.failed)} failed`);
+  if (task.cancelled > 0) parts.push(`${formatCount(task.cancelled)} cancelled`);
+  const base = `${formatCount(settledOf(task))} of ${formatCount(task.total)} settled: ${parts.join(', ')}`;
+  if (task.status === 'queued') return `queued, ${base}`;
+  return task.dispatched ? base : `${base} (still dispatching)`;
+}
+
+/** A sentence announcing a task's ending: "Task 0193abcd completed: 58 succeeded, 2 failed." */
+export function endingText(task: TaskView): string {
+  const p = presentStatus(task);
+  const counts = [`${formatCount(task.succeeded)} succeeded`];
+  if (task.failed > 0) counts.push(`${formatCount(task.failed)} failed`);
+  if (task.cancelled > 0) counts.push(`${formatCount(task.cancelled)} cancelled`);
+  const why = task.status === 'failed' && p.note ? ` (${p.note})` : '';
+  return `Task ${task.id.slice(0, 8)} ${p.label}${why}: ${counts.join(', ')}.`;
+}
+
+export const canCancel = (task: TaskView): boolean => task.status === 'queued' || task.status === 'running';
+
+/** Retry of the failed items: for a task that completed or failed, with retryable failures. */
+export const canRetryFailed = (task: TaskView, counts: ItemCounts | null): boolean =>
+  (task.status === 'completed' || task.status === 'failed') && (counts?.retryableFailed ?? 0) > 0;
+
+/** Retry of one failed item (even a permanent failure, once its source is fixed) of a finished task. */
+export const canRetryItem = (task: TaskView, item: ItemView): boolean => (task.status === 'completed' || task.status === 'failed') && item.status === 'failed';
+
+export const canArchive = (task: TaskView): boolean => isTerminal(task.status) && task.archivedAt === null;
+export const canDelete = (task: TaskView): boolean => isTerminal(task.status);
+export const canExport = (task: TaskView): boolean => isTerminal(task.status);

@@ -1,0 +1,128 @@
+import type { ConsoleEvent } from '../api/types.ts';
+import { reconnectDelay } from './backoff.ts';
+import { SseParser } from './sse-parser.ts';
+
+export type StreamStatus =
+  | { state: 'idle' }
+  | { state: 'connecting' }
+  | { state: 'live' }
+  | { state: 'waiting'; retryAt: number; reason: string };
+
+export interface EventStreamOptions {
+  /** The stream's URL for a scope: every task (null) or one task's id. */
+  url(scope: string | null): string;
+  headers(): Record<string, string>;
+  onEvent(event: ConsoleEvent): void;
+  onStatus(status: StreamStatus): void;
+  /** The server refused the token: the stream stops until opened again. */
+  onUnauthorized(): void;
+}
+
+/**
+ * The page's one live connection: `GET /events` read with fetch (EventSource cannot send the
+ * Authorization header). Opening another scope replaces the connection; a dropped connection
+ * comes back after 1, 2, 4, 8 then 15 s, resuming after the last event id it saw.
+ */
+export class EventStream {
+  readonly #options: EventStreamOptions;
+  #controller: AbortController | null = null;
+  #scope: string | null = null;
+  #wake: (() => void) | null = null;
+
+  constructor(options: EventStreamOptions) {
+    this.#options = options;
+  }
+
+  /** Follows `scope` (a task id, or null for every task), replacing any open connection. */
+  open(scope: string | null): void {
+    if (this.#controller && this.#scope === scope) return;
+    this.close();
+    this.#scope = scope;
+    const controller = new AbortController();
+    this.#controller = controller;
+    this.#run(scope, controller.signal).catch((error: unknown) => {
+      // #run handles its own failures; reaching here is a bug, worth a trace but not a rejection.
+      console.error('@fanout/console: the event stream stopped', error);
+    });
+  }
+
+  close(): void {
+    this.#controller?.abort();
+    this.#controller = null;
+    this.#wake = null;
+    this.#options.onStatus({ state: 'idle' });
+  }
+
+  /** Skips the wait before the next reconnect. */
+  reconnectNow(): void {
+    this.#wake?.();
+  }
+
+  async #run(scope: string | null, signal: AbortSignal): Promise<void> {
+    let lastId: string | undefined;
+    let attempt = 0;
+    while (!signal.aborted) {
+      this.#options.onStatus({ state: 'connecting' });
+      let received = false;
+      let reason = 'The live connection ended.';
+      try {
+        const res = await fetch(this.#options.url(scope), {
+          headers: { ...this.#options.headers(), accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+          cache: 'no-store',
+          signal,
+        });
+        if (res.status === 401) {
+          this.#options.onUnauthorized();
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`The live connection was refused (HTTP ${res.status}).`);
+        this.#options.onStatus({ state: 'live' });
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        const parser = new SseParser();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          received = true;
+          for (const message of parser.push(value)) this.#dispatch(message.event, message.data);
+          if (parser.lastEventId !== undefined) lastId = parser.lastEventId;
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        reason = error instanceof Error && error.message.startsWith('The live') ? error.message : 'The live connection was lost.';
+      }
+      if (signal.aborted) return;
+      // A connection that carried something was healthy: start the backoff over.
+      if (received) attempt = 0;
+      const delay = reconnectDelay(attempt++);
+      this.#options.onStatus({ state: 'waiting', retryAt: Date.now() + delay, reason });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, delay);
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done);
+        this.#wake = done;
+      });
+      this.#wake = null;
+    }
+  }
+
+  #dispatch(name: string, data: string): void {
+    let event: ConsoleEvent;
+    try {
+      event = JSON.parse(data) as ConsoleEvent;
+    } catch {
+      return; // not an event of the contract
+    }
+    if (!event || typeof event !== 'object') return;
+    // The `event:` line names the type too; the data's own `type` wins when both are there.
+    if (typeof event.type !== 'string') (event as { type: string }).type = name;
+    try {
+      this.#options.onEvent(event);
+    } catch (error) {
+      console.error('@fanout/console: an event handler failed', error);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import { useState } from 'preact/hooks';
+import type { ItemCounts, TaskView } from '../../api/types.ts';
+import { useApp } from '../../app-context.ts';
+import { formatCount, shortId } from '../../state/format.ts';
+import { canArchive, canCancel, canDelete, canExport, canRetryFailed } from '../../state/status.ts';
+import { useTaskActions } from '../task-actions.ts';
+
+/** What can be done with the task now; an action that does not apply is not offered. */
+export function TaskActions({ task, counts, done }: { task: TaskView; counts: ItemCounts | null; done(): void }) {
+  const { config } = useApp();
+  const actions = useTaskActions();
+  const [busy, setBusy] = useState<string | null>(null);
+  const short = shortId(task.id);
+  const run = async (name: string, action: () => Promise<boolean>, refresh = true) => {
+    setBusy(name);
+    try {
+      if ((await action()) && refresh) done();
+    } finally {
+      setBusy(null);
+    }
+  };
+  const retryable = counts?.retryableFailed ?? 0;
+  const exportable = canExport(task);
+  return (
+    <div class="actions" role="group" aria-label={`Actions on task ${short}`}>
+      {canCancel(task) ? (
+        <button type="button" disabled={busy !== null} aria-label={`Cancel task ${short}`} onClick={() => void run('cancel', () => actions.cancel(task))}>
+          {busy === 'cancel' ? 'Cancelling…' : 'Cancel task'}
+        </button>
+      ) : null}
+      {canRetryFailed(task, counts) ? (
+        <button type="button" class="primary" disabled={busy !== null} onClick={() => void run('retry', () => actions.retryFailed(task, retryable))}>
+          {busy === 'retry' ? 'Retrying…' : `Retry ${formatCount(retryable)} failed`}
+        </button>
+      ) : null}
+      {config.exports.map((spec) => (
+        <button
+          type="button"
+          key={spec.path}
+          disabled={!exportable || busy !== null}
+          aria-describedby={exportable ? undefined : 'export-hint'}
+          onClick={() => void run(`export ${spec.path}`, () => actions.download(task, spec), false)}
+        >
+          {busy === `export ${spec.path}` ? 'Downloading…' : `Export ${spec.label}`}
+        </button>
+      ))}
+      {canArchive(task) ? (
+        <button type="button" disabled={busy !== null} aria-label={`Archive task ${short}`} onClick={() => void run('archive', () => actions.archive(task))}>
+          {busy === 'archive' ? 'Archiving…' : 'Archive'}
+        </button>
+      ) : null}
+      {canDelete(task) ? (
+        <button type="button" class="danger" disabled={busy !== null} aria-label={`Delete task ${short}`} onClick={() => void run('delete', () => actions.remove(task), false)}>
+          {busy === 'delete' ? 'Deleting…' : 'Delete'}
+        </button>
+      ) : null}
+      {!exportable && config.exports.length > 0 ? (
+        <span id="export-hint" class="hint">
+          Exports are ready once the task has finished.
+        </span>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,154 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { describeError, isAbort } from '../../api/errors.ts';
+import type { TaskPage, TaskSummary, TaskView } from '../../api/types.ts';
+import { useApp } from '../../app-context.ts';
+import { ErrorNote } from '../../components/ErrorNote.tsx';
+import { useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
+import { listQuery, matchesList, TABS, type ListTab } from '../../state/tabs.ts';
+import { isTerminal } from '../../state/task-merge.ts';
+import { NewTaskPanel } from '../new-task/NewTaskPanel.tsx';
+import { useTaskActions } from '../task-actions.ts';
+import { SearchBox } from './SearchBox.tsx';
+import { StatusTabs } from './StatusTabs.tsx';
+import { TaskRow } from './TaskRow.tsx';
+
+interface ListState {
+  ids: string[];
+  nextCursor: string | null;
+  loading: boolean;
+  loadingMore: boolean;
+  error: string | null;
+}
+
+const EMPTY: ListState = { ids: [], nextCursor: null, loading: true, loadingMore: false, error: null };
+
+/** The task list: status tabs with counts, id search, pages of tasks kept live, and the app's new-task panel. */
+export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
+  const { api, store, resync, navigate, config } = useApp();
+  const actions = useTaskActions();
+  useStoreVersion(store);
+  const [list, setList] = useState<ListState>(EMPTY);
+  const [summary, setSummary] = useState<TaskSummary['counts'] | null>(null);
+  const [cancelling, setCancelling] = useState<ReadonlySet<string>>(new Set());
+  const request = useRef<AbortController | null>(null);
+  const filter = useRef({ tab, q });
+  filter.current = { tab, q };
+
+  const loadSummary = useCallback(() => {
+    api.get<TaskSummary>('/tasks/summary').then(
+      (answer) => setSummary(answer.counts),
+      () => setSummary(null), // the tabs work without their counts
+    );
+  }, [api]);
+  const summarySoon = useThrottled(loadSummary, 1000);
+
+  const load = useCallback(
+    async (cursor: string | null, keep = false) => {
+      request.current?.abort();
+      const controller = new AbortController();
+      request.current = controller;
+      setList((s) => (cursor ? { ...s, loadingMore: true, error: null } : { ...EMPTY, ids: keep ? s.ids : [] }));
+      try {
+        const page = await api.get<TaskPage>(`/tasks${listQuery(tab, q, cursor)}`, controller.signal);
+        const ids = page.tasks.map((t) => store.upsert(t).id);
+        setList((s) => ({ ids: cursor ? [...s.ids, ...ids.filter((id) => !s.ids.includes(id))] : ids, nextCursor: page.nextCursor, loading: false, loadingMore: false, error: null }));
+      } catch (error) {
+        if (isAbort(error)) return;
+        setList((s) => ({ ...s, loading: false, loadingMore: false, error: describeError(error) }));
+      }
+    },
+    [api, store, tab, q],
+  );
+
+  useEffect(() => {
+    void load(null);
+    return () => request.current?.abort();
+  }, [load]);
+  useEffect(loadSummary, [loadSummary]);
+  useEffect(
+    () =>
+      resync.on(() => {
+        void load(null, true);
+        loadSummary();
+      }),
+    [resync, load, loadSummary],
+  );
+
+  // Tasks submitted elsewhere join the list when they belong to it; endings move the tab counts.
+  useEffect(
+    () =>
+      store.subscribe(({ ended, submitted }) => {
+        const fresh = submitted.filter((t) => matchesList(t, filter.current.tab, filter.current.q));
+        if (fresh.length > 0) setList((s) => ({ ...s, ids: [...fresh.map((t) => t.id).filter((id) => !s.ids.includes(id)), ...s.ids] }));
+        if (ended.length > 0 || submitted.length > 0) summarySoon();
+      }),
+    [store, summarySoon],
+  );
+
+  const tasks = list.ids.map((id) => store.get(id)).filter((t): t is TaskView => t !== undefined);
+  const now = useNow(tasks.some((t) => !isTerminal(t.status)));
+  const tabLabel = TABS.find((t) => t.tab === tab)!.label;
+
+  const cancel = async (task: TaskView) => {
+    setCancelling((s) => new Set(s).add(task.id));
+    if (await actions.cancel(task)) summarySoon();
+    setCancelling((s) => {
+      const next = new Set(s);
+      next.delete(task.id);
+      return next;
+    });
+  };
+
+  const created = (task: TaskView) => {
+    if (matchesList(task, tab, q)) setList((s) => (s.ids.includes(task.id) ? s : { ...s, ids: [task.id, ...s.ids] }));
+    summarySoon();
+  };
+
+  return (
+    <div class="list-layout">
+      <section class="panel tasks-panel" aria-labelledby="tasks-heading">
+        <div class="section-head">
+          <h1 id="tasks-heading">Tasks</h1>
+          {/* One column puts the panel below the list: a way to it without scrolling past every task. */}
+          <button
+            type="button"
+            class="jump-new"
+            onClick={() => {
+              const first = document.querySelector<HTMLElement>('.new-task input, .new-task select, .new-task button');
+              first?.focus();
+              first?.scrollIntoView({ block: 'center' });
+            }}
+          >
+            {config.newTask.title}
+          </button>
+          <SearchBox q={q} onSearch={(next) => navigate({ view: 'tasks', tab, q: next }, { replace: true })} />
+        </div>
+        <StatusTabs tab={tab} q={q} summary={summary} />
+        {list.error && !list.loadingMore ? <ErrorNote message={`The tasks could not be loaded: ${list.error}`} retry={() => void load(null)} /> : null}
+        {list.loading && tasks.length === 0 ? (
+          <p class="muted" role="status">
+            Loading tasks…
+          </p>
+        ) : null}
+        {!list.loading && !list.error && tasks.length === 0 ? (
+          <p class="empty">{q ? `No task id starts with “${q}” under ${tabLabel}.` : tab === 'all' ? 'No tasks yet. Start one with the panel.' : `No ${tabLabel.toLowerCase()} tasks.`}</p>
+        ) : null}
+        {tasks.length > 0 ? (
+          <ul class="task-list" aria-label={`${tabLabel} tasks`} aria-busy={list.loading ? 'true' : undefined}>
+            {tasks.map((task) => (
+              <TaskRow key={task.id} task={task} now={now} cancelling={cancelling.has(task.id)} cancel={cancel} />
+            ))}
+          </ul>
+        ) : null}
+        {list.nextCursor ? (
+          <div class="more">
+            <button type="button" disabled={list.loadingMore} onClick={() => void load(list.nextCursor)}>
+              {list.loadingMore ? 'Loading…' : 'Load more tasks'}
+            </button>
+          </div>
+        ) : null}
+      </section>
+      <NewTaskPanel onCreated={created} />
+    </div>
+  );
+}

@@ -1,0 +1,88 @@
+import { useMemo } from 'preact/hooks';
+import type { ExportSpec } from '../../config.ts';
+import { describeError } from '../api/errors.ts';
+import type { ItemView, TaskView } from '../api/types.ts';
+import { useApp } from '../app-context.ts';
+import { formatCount, shortId } from '../state/format.ts';
+
+const taskPath = (task: TaskView) => `/tasks/${encodeURIComponent(task.id)}`;
+
+/**
+ * The task actions, each with its confirmation where it destroys something, its outcome as a
+ * toast, and its error shown rather than thrown. Each resolves true when it succeeded.
+ */
+export function useTaskActions() {
+  const { api, store, toast, confirm, navigate } = useApp();
+  return useMemo(() => {
+    async function run(what: string, action: () => Promise<string>): Promise<boolean> {
+      try {
+        toast({ text: await action() });
+        return true;
+      } catch (error) {
+        toast({ kind: 'error', text: `${what} failed: ${describeError(error)}` });
+        return false;
+      }
+    }
+    return {
+      async cancel(task: TaskView): Promise<boolean> {
+        const short = shortId(task.id);
+        const ok = await confirm({
+          title: `Cancel task ${short}?`,
+          body: 'Items not started yet will be skipped and counted as cancelled; items running now finish. This cannot be undone.',
+          confirmLabel: 'Cancel task',
+          dismissLabel: 'Keep running',
+        });
+        if (!ok) return false;
+        return run(`Cancelling task ${short}`, async () => {
+          store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/cancel`));
+          return `Task ${short} is being cancelled.`;
+        });
+      },
+      retryFailed(task: TaskView, count: number): Promise<boolean> {
+        const short = shortId(task.id);
+        return run(`Retrying task ${short}`, async () => {
+          const answer = await api.send<{ retried: number; task: TaskView }>('POST', `${taskPath(task)}/retry-failed`, { retryableOnly: true });
+          store.upsert(answer.task);
+          return `Retrying ${formatCount(answer.retried ?? count)} failed items of task ${short}.`;
+        });
+      },
+      retryItem(task: TaskView, item: ItemView): Promise<boolean> {
+        return run(`Retrying item ${item.key}`, async () => {
+          const answer = await api.send<{ retried: number; task: TaskView }>('POST', `${taskPath(task)}/items/${encodeURIComponent(item.id)}/retry`);
+          store.upsert(answer.task);
+          return `Retrying item ${item.key} of task ${shortId(task.id)}.`;
+        });
+      },
+      archive(task: TaskView): Promise<boolean> {
+        const short = shortId(task.id);
+        return run(`Archiving task ${short}`, async () => {
+          store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/archive`));
+          return `Task ${short} archived; it is listed under Archived.`;
+        });
+      },
+      async remove(task: TaskView): Promise<boolean> {
+        const short = shortId(task.id);
+        const ok = await confirm({
+          title: `Delete task ${short}?`,
+          body: 'The task, its items, results and logs are deleted for good. Exports will no longer be possible.',
+          confirmLabel: 'Delete task',
+        });
+        if (!ok) return false;
+        return run(`Deleting task ${short}`, async () => {
+          await api.send<void>('DELETE', taskPath(task));
+          store.remove(task.id);
+          navigate({ view: 'tasks', tab: 'all', q: '' });
+          return `Task ${short} deleted.`;
+        });
+      },
+      download(task: TaskView, spec: ExportSpec): Promise<boolean> {
+        const short = shortId(task.id);
+        const ext = /\.([a-z0-9]+)(?:\?|$)/i.exec(spec.path)?.[1] ?? 'txt';
+        return run(`Downloading ${spec.label} of task ${short}`, async () => {
+          const name = await api.download(spec.path.replaceAll('{id}', encodeURIComponent(task.id)), `${task.kind}-${short}.${ext}`);
+          return `Downloaded ${name}.`;
+        });
+      },
+    };
+  }, [api, store, toast, confirm, navigate]);
+}

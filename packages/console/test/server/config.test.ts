@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { ConsoleConfig } from '../../src/config.ts';
+import { chooseEncoding } from '../../src/server/encoding.ts';
+import { resolveConfig } from '../../src/server/resolve-config.ts';
+import { escapeHtml, jsonForScript } from '../../src/server/shell.ts';
+
+const valid: ConsoleConfig = {
+  title: 'IIT trial-data QC',
+  apiBase: '/api/iit',
+  newTask: { title: 'New check', submitLabel: 'Run checks', fields: [{ kind: 'select', name: 'studyId', label: 'Study', source: { path: '/studies', list: 'studies', value: 'id', label: 'name' } }] },
+};
+
+describe('resolveConfig', () => {
+  it('applies the defaults', () => {
+    expect(resolveConfig(valid)).toEqual({ ...valid, assetsBase: '/console/', columns: [], exports: [], newTask: { ...valid.newTask, options: false } });
+    expect(resolveConfig({ ...valid, assetsBase: '/ui', apiBase: '/api/iit/' })).toMatchObject({ assetsBase: '/ui/', apiBase: '/api/iit' });
+  });
+
+  it('names the field and the rule of a mistake', () => {
+    const bad = (over: object) => () => resolveConfig({ ...valid, ...over } as ConsoleConfig);
+    expect(bad({ title: '' })).toThrow('@fanout/console: config.title must be a non-empty string');
+    expect(bad({ apiBase: 'https://elsewhere.example/api' })).toThrow(/config\.apiBase must be a path on the same origin/);
+    expect(bad({ apiBase: '//elsewhere' })).toThrow(/config\.apiBase must be a path on the same origin/);
+    expect(bad({ apiBase: '/' })).toThrow(/config\.apiBase must not be the site root/);
+    expect(bad({ assetsBase: '/' })).toThrow(/config\.assetsBase must not be the site root/);
+    expect(bad({ assetsBase: '/con sole/' })).toThrow(/config\.assetsBase may hold only/);
+    expect(bad({ columns: [{ label: 'X', path: 'result.x', format: 'csv' }] })).toThrow('config.columns[0].format must be one of text, number, ms, json');
+    expect(bad({ exports: [{ label: 'CSV', path: '/tasks/results.csv' }] })).toThrow('config.exports[0].path must contain the {id} placeholder');
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'radio', name: 'x', label: 'X' }] } })).toThrow(/config\.newTask\.fields\[0\]\.kind must be one of/);
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'file', name: 'f', label: 'F' }] } })).toThrow('config.newTask.fields[0].upload must be an object { path, idField }');
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'a', label: 'A' }, { kind: 'text', name: 'a', label: 'B' }] } })).toThrow('config.newTask.fields[1].name repeats the name "a"');
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id' } }] } })).toThrow('config.newTask.fields[0].source.label must be a non-empty string');
+  });
+});
+
+describe('escaping in the shell', () => {
+  it('keeps JSON the same data while no `<` can end the script element', () => {
+    const value = { title: '</script><!-- & \u2028' };
+    const json = jsonForScript(value);
+    expect(json).not.toMatch(/[<>&\u2028]/);
+    expect(JSON.parse(json)).toEqual(value);
+    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+});
+
+describe('chooseEncoding', () => {
+  const both = ['br', 'gzip'] as const;
+  it('prefers brotli, honours q=0 and *, and falls back to the plain file', () => {
+    expect(chooseEncoding('gzip, deflate, br', both)).toBe('br');
+    expect(chooseEncoding('gzip, br;q=0', both)).toBe('gzip');
+    expect(chooseEncoding('br;q=0.5, gzip;q=0.8', both)).toBe('gzip');
+    expect(chooseEncoding('*', both)).toBe('br');
+    expect(chooseEncoding('*;q=0', both)).toBeNull();
+    expect(chooseEncoding('identity', both)).toBeNull();
+    expect(chooseEncoding(undefined, both)).toBeNull();
+    expect(chooseEncoding('br', ['gzip'])).toBeNull();
+    expect(chooseEncoding('GZIP', both)).toBe('gzip');
+  });
+});

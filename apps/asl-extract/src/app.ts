@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { defineApp, intVar, stringVar } from '@fanout/kit';
 import { z } from 'zod';
 import { PrismaClient } from '../generated/prisma/client.ts';
-import { dashboardHtml } from './dashboard.ts';
 import { aslExtract } from './definition.ts';
 import { OfflineExtractor } from './extract/offline.ts';
 import { OpenAiExtractor } from './extract/openai.ts';
@@ -50,7 +49,6 @@ export default defineApp({
       { label: 'Model', path: 'result.model' },
     ],
   },
-  page: dashboardHtml,
   local: {
     port: 3000,
     async seed({ prisma, services }, tenant) {

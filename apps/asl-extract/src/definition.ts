@@ -39,6 +39,7 @@ export function aslExtract(options: AslOptions) {
     item: aslItem,
     result: z.object({ extractionId: z.uuid(), model: z.string(), fieldsFound: z.number().int() }),
     options: { child: { retryDelaySeconds: 5 } },
+    summarize: ({ documentIds }) => `${documentIds.length} ${documentIds.length === 1 ? 'paper' : 'papers'}`,
     async *listItems({ documentIds }, ctx) {
       const unique = [...new Set(documentIds)];
       for (let i = 0; i < unique.length; i += 500) {

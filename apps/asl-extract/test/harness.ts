@@ -11,9 +11,9 @@ export interface AslTest extends AppTestOf<typeof app> {
 }
 
 /** The ASL app on a fresh database and file store, with API and worker processes on demand. */
-export async function aslTest(): Promise<AslTest> {
+export async function aslTest(env: Record<string, string | number> = {}): Promise<AslTest> {
   const storageDir = mkdtempSync(join(tmpdir(), 'asl-files-'));
-  const t = await appTest(app, { env: { ASL_STORAGE_DIR: storageDir } });
+  const t = await appTest(app, { env: { ASL_STORAGE_DIR: storageDir, ...env } });
   const dispose = t[Symbol.asyncDispose].bind(t);
   return Object.assign(t, {
     prisma: t.rt.ctx.prisma,

@@ -118,7 +118,14 @@ export const operationsSchema = z.object({
   ),
   limits: z.array(z.object({ name: z.string(), kind: z.enum(['global', 'rate']), limit: z.number().int(), inUse: z.number().int(), waiting: z.number().int(), waits: z.number().int(), waitedMs: z.number() })),
   series: z.array(z.object({ at: iso, settled: z.number().int(), failed: z.number().int(), p50Ms: z.number().nullable(), p95Ms: z.number().nullable() })),
-  recoveries: z.object({ lapsedRequeued: z.number().int(), lapsedFailed: z.number().int(), orphansRequeued: z.number().int(), countersRepaired: z.number().int() }),
+  recoveries: z.object({
+    lapsedRequeued: z.number().int(),
+    lapsedFailed: z.number().int(),
+    orphansRequeued: z.number().int(),
+    countersRepaired: z.number().int(),
+    /** Child jobs in the dead-letter queues now. */
+    deadLettered: z.number().int(),
+  }),
 });
 export const errorSchema = z.object({
   error: z.object({

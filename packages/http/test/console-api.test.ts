@@ -71,13 +71,13 @@ describe('console API', () => {
     }
     const conflict = await call('POST', '/tasks', { body: { input: { count: 3 } }, headers });
     expect(conflict.status).toBe(409);
-    expect((await conflict.json()).error).toMatchObject({ code: 'conflict', issues: [{ field: 'headers.idempotency-key', rule: 'idempotency_conflict' }] });
+    expect(((await conflict.json()) as Json).error).toMatchObject({ code: 'conflict', issues: [{ field: 'headers.idempotency-key', rule: 'idempotency_conflict' }] });
     // The key is the tenant's: another tenant with the same key gets a task of its own.
     const other = await json(call('POST', '/tasks', { token: 'token-b', body: { input: { count: 2 } }, headers }));
     expect(other.id).not.toBe(id);
     const bad = await call('POST', '/tasks', { body: { input: { count: 2 } }, headers: { 'idempotency-key': 'x'.repeat(201) } });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.issues).toEqual([expect.objectContaining({ field: 'headers.idempotency-key' })]);
+    expect(((await bad.json()) as Json).error.issues).toEqual([expect.objectContaining({ field: 'headers.idempotency-key' })]);
     const list = await json(call('GET', '/tasks?limit=200'));
     expect(list.tasks.filter((x: Json) => x.id === id)).toHaveLength(1);
     expect(list.tasks.find((x: Json) => x.id === id).summary).toBe('2 items');
@@ -172,7 +172,7 @@ describe('console API', () => {
     expect(await ended(permanent)).toMatchObject({ failed: 1 });
     const none = await call('POST', `/tasks/${permanent}/retry-failed`, { body: { retryableOnly: true } });
     expect(none.status).toBe(409);
-    expect((await none.json()).error.message).toContain('no retryable failed items');
+    expect(((await none.json()) as Json).error.message).toContain('no retryable failed items');
     const failed = await json(call('GET', `/tasks/${permanent}/items?status=failed`));
     expect(failed.items[0].error).toMatchObject({ code: 'corrupt', retryable: false });
     const notFailed = await json(call('GET', `/tasks/${permanent}/items?status=succeeded&limit=1`));
@@ -222,7 +222,7 @@ describe('console API', () => {
     expect(await json(call('GET', '/me', { token: 'token-ops' }))).toEqual({ tenant: 'tenant-a', role: 'operator' });
     const refused = await call('GET', '/ops');
     expect(refused.status).toBe(403);
-    expect((await refused.json()).error.code).toBe('forbidden');
+    expect(((await refused.json()) as Json).error.code).toBe('forbidden');
     const id = await submit({ count: 40 });
     await ended(id);
     const ops = await waitFor(async () => {
@@ -232,6 +232,6 @@ describe('console API', () => {
     expect(ops.queues.map((q: Json) => q.name)).toEqual(['test_batch_manager', 'test_batch_child']);
     expect(ops.workers).toEqual([expect.objectContaining({ role: 'worker', pid: process.pid, alive: true, concurrency: 20 })]);
     expect(ops.series.at(-1)).toMatchObject({ p50Ms: expect.any(Number), p95Ms: expect.any(Number) });
-    expect(ops.recoveries).toEqual({ lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0 });
+    expect(ops.recoveries).toEqual({ lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0, deadLettered: 0 });
   });
 });

@@ -57,6 +57,18 @@ describe('TaskStore', () => {
     expect(s.get(idOf(7))!.summary).toBe('12 papers');
   });
 
+  it('asks once about a task first seen moving (its submit event was superseded) and reports it as new', async () => {
+    const full = task({ id: idOf(8), succeeded: 3, summary: '6 papers' });
+    const { s, batches, fetchTask } = store([full]);
+    s.applyEvent(event('task.progress', { succeeded: 2 }, Date.now(), idOf(8)));
+    s.applyEvent(event('task.progress', { succeeded: 4 }, Date.now(), idOf(8)));
+    await vi.advanceTimersByTimeAsync(300);
+    expect(fetchTask).toHaveBeenCalledTimes(1);
+    expect(batches.flatMap((b) => b.submitted).map((t) => t.id)).toEqual([idOf(8)]);
+    // The newest state wins over the answer that left the server before it.
+    expect(s.get(idOf(8))).toMatchObject({ succeeded: 4, summary: '6 papers' });
+  });
+
   it('keeps events of tasks not loaded yet and applies them when a list brings the task', () => {
     const { s } = store();
     s.applyEvent(event('task.completed', { status: 'completed', succeeded: 60 }));

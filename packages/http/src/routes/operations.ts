@@ -32,7 +32,7 @@ export function operationRoutes(options: TaskRoutesOptions): RouteSpec[] {
           workers: ops.workers.map((w) => ({ ...w, startedAt: iso(w.startedAt), lastSeenAt: iso(w.lastSeenAt) })),
           limits: ops.limits.map((l) => ({ ...l, waitedMs: Math.round(l.waitedMs) })),
           series: ops.series.map((p) => ({ ...p, at: iso(p.at) })),
-          recoveries: ops.recoveries,
+          recoveries: { ...ops.recoveries, deadLettered: ops.queues.reduce((n, q) => n + q.deadLetter, 0) },
         });
       },
     }),

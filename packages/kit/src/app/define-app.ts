@@ -1,3 +1,4 @@
+import type { ColumnSpec, NewTaskPanel } from '@fanout/console';
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
@@ -28,8 +29,9 @@ export interface AppContext<P extends AppPrismaClient, E extends EnvShape, S ext
 
 /** The app's part of the operator console: its "new task" panel and result columns. */
 export interface AppConsole {
-  newTask: unknown;
-  columns?: unknown[];
+  newTask: NewTaskPanel;
+  /** The app's columns in the item table (dotted paths into an item: `snapshot.filename`). */
+  columns?: ColumnSpec[];
 }
 
 /** Something a local run starts beside the app (e.g. a simulated LLM endpoint). */
@@ -60,9 +62,8 @@ export interface AppSpec<P extends AppPrismaClient = AppPrismaClient, E extends 
   routes?(ctx: AppContext<P, E, S>): readonly RouteSpec[];
   /** The results export of a finished task (`results.json`, `results.csv`). */
   results?(ctx: AppContext<P, E, S>): ResultExport<any>;
-  console?: AppConsole | ((ctx: AppContext<P, E, S>) => AppConsole);
-  /** An HTML page of the app's own served at `/` (given the API prefix). */
-  page?(apiPrefix: string): string;
+  /** The operator console served at `/`; its exports are the app's `results`, when it has them. */
+  console: AppConsole | ((ctx: AppContext<P, E, S>) => AppConsole);
   /** A local run (`pnpm start`): its port, sample data, and services to start beside it. */
   local?: {
     /** @default 3000 */

@@ -1,3 +1,4 @@
+import { consoleRoutes } from '@fanout/console';
 import type { Principal } from '@fanout/http';
 import { healthRoutes, resultExportRoutes, routerOf, taskRoutes } from '@fanout/http';
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
@@ -17,7 +18,8 @@ export const apiPrefix = (name: string) => `/api/${name}`;
 
 /**
  * An app's HTTP surface: the shared task routes and the app's own under `/api/<name>` (one
- * OpenAPI document for all of them), and the health routes at the root as well.
+ * OpenAPI document for all of them), the health routes at the root as well, and the operator
+ * console at `/`.
  */
 export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions): Hono {
   const { app, ctx, fanout } = rt;
@@ -43,9 +45,21 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
   const http = new Hono();
   http.route(prefix, api);
   http.route('/', routerOf(health, { authenticate: options.authenticate, logger: ctx.logger }));
-  if (app.page) {
-    const html = app.page(prefix);
-    http.get('/', (c) => c.html(html));
-  }
+  const panel = typeof app.console === 'function' ? app.console(ctx) : app.console;
+  http.route(
+    '/',
+    consoleRoutes({
+      title: app.title,
+      apiBase: prefix,
+      newTask: panel.newTask,
+      columns: panel.columns ?? [],
+      exports: app.results
+        ? [
+            { label: 'CSV', path: '/tasks/{id}/results.csv' },
+            { label: 'JSON', path: '/tasks/{id}/results.json' },
+          ]
+        : [],
+    }),
+  );
   return http;
 }

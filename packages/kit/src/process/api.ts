@@ -36,7 +36,7 @@ export async function runApi(app: AppSpec<any, any, any>, options: RunOptions = 
   // Cancel and retry-failed happen here: their events are broadcast like the workers' are.
   const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger });
   broadcastRuntimeEvents(rt.fanout.events, publisher);
-  await rt.fanout.start({ managers: false, children: false, maintenance: false });
+  await rt.fanout.start({ managers: false, children: false, maintenance: false, role: 'api' });
   const subscriber = new TaskEventSubscriber({ connectionString: databaseUrl, applicationName: `fanout-${app.name}-listen-${process.pid}`, logger });
   await subscriber.start();
   let draining = false;

@@ -87,7 +87,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       const rt = await openApp(app, { env, role: 'local', databaseUrl: db.url });
       runtimes.push(rt);
       broadcastRuntimeEvents(rt.fanout.events, publisher);
-      await rt.fanout.start();
+      await rt.fanout.start({ role: 'local' });
       const seeded = await app.local?.seed?.(rt.ctx, tenant);
       const port = common.PORT === undefined ? (app.local?.port ?? 3000 + index) : common.PORT === 0 ? 0 : common.PORT + index;
       const server = await listen(appHttp(rt, { authenticate, subscriber }), { port, host: common.HOST });

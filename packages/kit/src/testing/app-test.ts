@@ -52,7 +52,8 @@ export async function appTest<P extends AppPrismaClient, E extends EnvShape, S e
   let rt: AppRuntime<P, E, S>;
   try {
     rt = await openApp(app, { env: loadEnv(app.env ?? ({} as E), stringEnv), role: 'api', databaseUrl: db.url });
-    await rt.fanout.start({ managers: false, children: false, maintenance: false });
+    // The test's own runtime submits and reads; it is not a process of the app, so it does not report itself.
+    await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
   } catch (error) {
     await db.drop();
     throw error;

@@ -58,3 +58,18 @@ export function matchesList(task: TaskView, tab: ListTab, q: string): boolean {
   if (tab === 'active') return ACTIVE.includes(task.status);
   return task.status === tab;
 }
+
+const newestFirst = (a: TaskView, b: TaskView) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1);
+
+/**
+ * A list with tasks first seen live added in their place (newest first): those newer than the
+ * oldest task loaded, or any when every page is loaded; an older one belongs to a page not loaded.
+ */
+export function withNewTasks<L extends { ids: string[]; nextCursor: string | null }>(list: L, fresh: readonly TaskView[], get: (id: string) => TaskView | undefined): L {
+  const loaded = list.ids.map(get).filter((t): t is TaskView => t !== undefined);
+  const oldest = loaded.at(-1);
+  const known = new Set(list.ids);
+  const add = fresh.filter((t) => !known.has(t.id) && (list.nextCursor === null || !oldest || newestFirst(t, oldest) <= 0));
+  if (add.length === 0) return list;
+  return { ...list, ids: [...loaded, ...add].sort(newestFirst).map((t) => t.id) };
+}

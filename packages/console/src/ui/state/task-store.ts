@@ -14,13 +14,15 @@ export interface TaskStoreOptions {
 export interface StoreChanges {
   /** Tasks that were seen to end during the batch (not those loaded already ended). */
   ended: TaskView[];
-  /** Tasks first known from a `task.submitted` event. */
+  /** Tasks first known from a live event (submitted elsewhere, or first seen moving). */
   submitted: TaskView[];
 }
 
 // Events of tasks not loaded yet are kept (bounded) until a list answer brings the task, so a
 // list answer that left the server before an event cannot show an older state for good.
 const MAX_ORPHANS = 2000;
+/** Unknown tasks asked about once each (a task beyond the loaded page keeps sending events). */
+const MAX_PROBED = 5000;
 
 /**
  * Every task the page knows, merged monotonically from list answers, detail answers and live
@@ -35,6 +37,7 @@ export class TaskStore {
   readonly #changed = new Emitter<StoreChanges>();
   #ended = new Set<string>();
   #submitted = new Set<string>();
+  readonly #probed = new Set<string>();
   #version = 0;
 
   constructor(options: TaskStoreOptions) {
@@ -84,7 +87,10 @@ export class TaskStore {
         this.#submitted.add(view.id);
         this.#refetch(view.id);
       } else {
+        // A task first seen moving: new to this page (its submit event was superseded before it
+        // arrived) or older than the loaded page. The server says which, once per task.
         this.#stash(event);
+        this.#probe(event.taskId);
       }
       return;
     }
@@ -112,6 +118,23 @@ export class TaskStore {
     this.#orphans.delete(event.taskId);
     this.#orphans.set(event.taskId, { counts: event.counts, at: event.at });
     if (this.#orphans.size > MAX_ORPHANS) this.#orphans.delete(this.#orphans.keys().next().value!);
+  }
+
+  #probe(id: string): void {
+    if (this.#probed.has(id)) return;
+    this.#probed.add(id);
+    if (this.#probed.size > MAX_PROBED) this.#probed.delete(this.#probed.keys().next().value!);
+    this.#fetchTask(id).then(
+      (view) => {
+        if (this.#tasks.has(id)) return;
+        this.upsert(view);
+        this.#submitted.add(id);
+        this.#batch.schedule();
+      },
+      () => {
+        // Gone, or not ours to see: nothing to show.
+      },
+    );
   }
 
   #refetch(id: string): void {

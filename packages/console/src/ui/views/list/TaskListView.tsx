@@ -4,7 +4,7 @@ import type { TaskPage, TaskSummary, TaskView } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
-import { listQuery, matchesList, TABS, type ListTab } from '../../state/tabs.ts';
+import { listQuery, matchesList, TABS, withNewTasks, type ListTab } from '../../state/tabs.ts';
 import { isTerminal } from '../../state/task-merge.ts';
 import { NewTaskPanel } from '../new-task/NewTaskPanel.tsx';
 import { useTaskActions } from '../task-actions.ts';
@@ -79,7 +79,7 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
     () =>
       store.subscribe(({ ended, submitted }) => {
         const fresh = submitted.filter((t) => matchesList(t, filter.current.tab, filter.current.q));
-        if (fresh.length > 0) setList((s) => ({ ...s, ids: [...fresh.map((t) => t.id).filter((id) => !s.ids.includes(id)), ...s.ids] }));
+        if (fresh.length > 0) setList((s) => withNewTasks(s, fresh, (id) => store.get(id)));
         if (ended.length > 0 || submitted.length > 0) summarySoon();
       }),
     [store, summarySoon],

@@ -1,0 +1,258 @@
+import { join } from 'node:path';
+import { artifactsDir, firstScreenBytes, launchBrowser, seriousViolations, type Browser, type BrowserContext, type Page, type PageElement } from '@fanout/browser-testing';
+import { waitFor } from '@fanout/testdb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulatedLlm, type SimulatedLlm } from '../src/extract/simulated-llm.ts';
+import { createSampleLibrary } from '../src/library/sample.ts';
+import { aslTest, type AslTest } from './harness.ts';
+
+// The operator console of the ASL app in Debian's Chromium, against real API and worker processes
+// and a simulated LLM (real HTTP, real latency, some 429s): 30 tasks run at once on two worker
+// processes while the page is used. Screenshots of every view go to .test-artifacts/asl-console/.
+const shots = artifactsDir('asl-console');
+
+let t: AslTest;
+let llm: SimulatedLlm;
+let browser: Browser;
+let papers: string[];
+const timings: Record<string, number[]> = {};
+const timed = async <T>(name: string, action: () => Promise<T>): Promise<T> => {
+  const started = performance.now();
+  const result = await action();
+  (timings[name] ??= []).push(Math.round(performance.now() - started));
+  return result;
+};
+
+beforeAll(async () => {
+  llm = await startSimulatedLlm({ latencyMs: 250, rateLimitedShare: 0.04, unavailableShare: 0.02 });
+  t = await aslTest({ ASL_LLM_BASE_URL: llm.baseUrl, ASL_LLM_MODEL: 'simulated-llm', ASL_LLM_CONCURRENCY: 8 });
+  await t.api();
+  await t.workers(2);
+  papers = await createSampleLibrary(t.prisma, t.storage, 'team-a', 60);
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  console.log(`console action timings (ms): ${JSON.stringify(timings)}`);
+  await browser?.close();
+  await t?.[Symbol.asyncDispose]();
+  await llm?.close();
+});
+
+async function signedIn(context: BrowserContext, token = 'token-a'): Promise<Page> {
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e: Error) => errors.push(e.message));
+  (page as Page & { errors: string[] }).errors = errors;
+  await page.goto(`${t.apiUrl}/#token=${token}`);
+  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  return page;
+}
+
+const pageErrors = (page: Page) => (page as Page & { errors?: string[] }).errors ?? [];
+
+async function expectAccessible(page: Page, view: string) {
+  expect(await seriousViolations(page), `axe on ${view}`).toEqual([]);
+}
+
+type TaskJson = { id: string; status: string; total: number; succeeded: number; failed: number; cancelled: number; round: number };
+const apiTasks = async (): Promise<TaskJson[]> => ((await (await t.call('GET', '/tasks?limit=200')).json()) as { tasks: TaskJson[] }).tasks;
+const settled = (x: TaskJson) => x.succeeded + x.failed + x.cancelled;
+
+/** The page shows, for every task the API listed a moment ago, at least that much progress, within `ms`. */
+async function countersCaughtUp(page: Page, ms: number) {
+  const snapshot = await apiTasks();
+  await timed('counters caught up with the API', () =>
+    waitFor(
+      async () => {
+        const shown = await page.locator('li.task-row').evaluateAll((rows: PageElement[]) =>
+          rows.map((row) => {
+            const bar = row.querySelector('[role="progressbar"]');
+            return { id: row.getAttribute('data-task-id'), now: Number(bar?.getAttribute('aria-valuenow')), max: Number(bar?.getAttribute('aria-valuemax')), status: row.querySelector('[data-status]')?.getAttribute('data-status') };
+          }),
+        );
+        const byId = new Map(shown.map((s) => [s.id, s]));
+        return snapshot.every((x) => {
+          const s = byId.get(x.id);
+          return s !== undefined && s.now >= settled(x) && (x.total === 0 || s.max >= x.total);
+        });
+      },
+      { timeoutMs: ms, intervalMs: 50, message: `every counter on the page within ${ms} ms of the API` },
+    ),
+  );
+}
+
+describe('ASL operator console in Chromium', () => {
+  it('signs in on its own screen, says why a token is refused, and keeps the token for the other tabs of the origin', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(t.apiUrl!);
+    await page.getByLabel('Access token').waitFor();
+    await page.screenshot({ path: join(shots, '01-sign-in.png') });
+    await expectAccessible(page, 'sign-in');
+    await page.getByLabel('Access token').fill('forged-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: /not valid/i }).waitFor();
+    await page.screenshot({ path: join(shots, '02-sign-in-refused.png') });
+    await page.getByLabel('Access token').fill('token-a');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+    // Another tab of the same origin is signed in already.
+    const other = await context.newPage();
+    await other.goto(t.apiUrl!);
+    await other.getByRole('heading', { name: 'Tasks' }).waitFor();
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
+  it('keeps up with 30 tasks on two worker processes: one live connection, counters within 2 s of the API, actions answered within 1 s', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const streams: string[] = [];
+    const submits: Promise<unknown>[] = [];
+    const keys = new Set<string>();
+    context.on('request', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path === '/api/asl/events') streams.push(r.url());
+      if (path === '/api/asl/tasks' && r.method() === 'POST') {
+        keys.add(r.headers()['idempotency-key'] ?? '');
+        submits.push(r.response());
+      }
+    });
+    const page = await signedIn(context);
+    await page.getByText('paper-0023.pdf').waitFor();
+    await page.screenshot({ path: join(shots, '03-list-empty.png') });
+
+    // One batch through the panel: three papers, paper 23 is corrupt. A double click makes one task.
+    for (const file of ['paper-0021.pdf', 'paper-0022.pdf', 'paper-0023.pdf']) await page.locator('label.ms-entry', { hasText: file }).getByRole('checkbox').check();
+    await page.getByText('3 of 60 selected').waitFor();
+    const start = page.getByRole('button', { name: 'Start batch' });
+    await timed('start a batch', async () => {
+      await start.dblclick();
+      await page.getByText('0 of 60 selected').waitFor({ timeout: 1000 });
+    });
+    await Promise.all(submits);
+    expect(submits.length).toBeGreaterThanOrEqual(1);
+    expect([...keys].every((k) => k.length > 0)).toBe(true);
+    expect(await apiTasks()).toHaveLength(1);
+    const [uiTask] = await apiTasks();
+
+    // 29 more from elsewhere (the API), at once: the page picks them up without a reload.
+    const others = await Promise.all(
+      Array.from({ length: 29 }, async (_, i) => {
+        const res = await t.call('POST', '/tasks', { body: { input: { documentIds: papers.slice((i * 2) % 54, ((i * 2) % 54) + 6) } } });
+        return ((await res.json()) as { id: string }).id;
+      }),
+    );
+    await page.locator('li.task-row').nth(29).waitFor();
+    expect(await page.locator('li.task-row').count()).toBe(30);
+    await countersCaughtUp(page, 2000);
+    await page.screenshot({ path: join(shots, '04-list-30-running.png') });
+    await expectAccessible(page, 'the list with 30 tasks');
+
+    // Cancel a running task: asked first, then answered on the page within a second.
+    const victim = await waitFor(async () => (await apiTasks()).find((x) => x.status === 'running' && x.id !== uiTask!.id && settled(x) < x.total - 1), { message: 'a running task' });
+    const row = page.locator(`li.task-row[data-task-id="${victim.id}"]`);
+    await row.getByRole('button', { name: /^Cancel task/ }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await page.screenshot({ path: join(shots, '05-confirm-cancel.png') });
+    await timed('cancel a task', async () => {
+      await dialog.getByRole('button', { name: 'Cancel task' }).click();
+      await row.locator('[data-status="stopping"], [data-status="cancelled"]').waitFor({ timeout: 1000 });
+    });
+    await countersCaughtUp(page, 2000);
+
+    // Everything ends; the page agrees with the API on every count, and a cancelled task is not "100%".
+    await waitFor(async () => (await apiTasks()).every((x) => ['completed', 'failed', 'cancelled'].includes(x.status)), { timeoutMs: 120_000, message: 'all 30 tasks ended' });
+    await countersCaughtUp(page, 2000);
+    const final = await apiTasks();
+    for (const x of final) {
+      const bar = page.locator(`li.task-row[data-task-id="${x.id}"] [role="progressbar"]`);
+      expect(await bar.getAttribute('aria-valuenow'), x.id).toBe(String(settled(x)));
+      expect(await page.locator(`li.task-row[data-task-id="${x.id}"] [data-status]`).getAttribute('data-status')).toBe(x.status);
+    }
+    expect(final.find((x) => x.id === victim.id)!.status).toBe('cancelled');
+    expect(await row.locator('.pct').innerText()).not.toBe('100%');
+    expect(streams, 'one live connection for the whole page').toHaveLength(1);
+    expect(others).toHaveLength(29);
+    await page.screenshot({ path: join(shots, '06-list-finished.png') });
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+    // Items answered 429 or 503 by the LLM wait 5 s and more for their next attempt.
+  }, 180_000);
+
+  it('shows a task in detail: counts by state, failures by code, items with their logs; offers only the retries that make sense', async () => {
+    const [uiTask] = (await apiTasks()).filter((x) => x.total === 3);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await signedIn(context);
+    // A deep link.
+    await page.goto(`${t.apiUrl}/#/tasks/${uiTask!.id}`);
+    await page.getByRole('heading', { name: /Task/ }).first().waitFor();
+    await page.getByText('corrupt_pdf').first().waitFor();
+    const counts = (await (await t.call('GET', `/tasks/${uiTask!.id}/counts`)).json()) as Record<string, number>;
+    expect(counts).toMatchObject({ succeeded: 2, failed: 1, retryableFailed: 0 });
+    // A corrupt PDF fails again whatever happens: no "Retry failed" for the task, a retry per item.
+    expect(await page.getByRole('button', { name: /^Retry \d+ failed/ }).count()).toBe(0);
+    await page.getByRole('button', { name: /^Show logs of item/ }).first().click();
+    // One line per attempt (a 429 from the LLM makes a second one).
+    await page.getByText(/read paper-0021\.pdf: \d+ characters/).first().waitFor();
+    await page.screenshot({ path: join(shots, '07-detail.png'), fullPage: true });
+    await expectAccessible(page, 'the detail view');
+
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: /Export CSV/ }).click();
+    expect((await download).suggestedFilename()).toMatch(/\.csv$/);
+
+    const failedRow = page.locator('tr', { hasText: 'corrupt_pdf' });
+    await timed('retry an item', async () => {
+      await failedRow.getByRole('button', { name: /^Retry item/ }).click();
+      await page.locator('[data-status="running"], [data-status="completed"]').first().waitFor({ timeout: 1000 });
+    });
+    await waitFor(async () => {
+      const task = (await (await t.call('GET', `/tasks/${uiTask!.id}`)).json()) as TaskJson;
+      return task.round === 2 && task.status === 'completed' ? task : null;
+    }, { message: 'round 2 ended' });
+    // It is archived with one click and leaves the default list.
+    await page.getByRole('button', { name: /^Archive task/ }).click();
+    await page.getByText(/archived; it is listed under Archived/).waitFor({ timeout: 1000 });
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
+  it('shows operators the platform: queues, both worker processes, the LLM limit, throughput; users do not see it', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const user = await signedIn(context);
+    expect(await user.getByRole('link', { name: 'Operations' }).count()).toBe(0);
+    await user.close();
+    await context.clearCookies();
+    const ops = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await signedIn(ops, 'token-ops');
+    await page.getByRole('link', { name: 'Operations' }).click();
+    await page.getByRole('heading', { name: 'Operations' }).waitFor();
+    const workers = page.getByRole('region', { name: 'Workers, table' });
+    await waitFor(async () => (await workers.getByText('alive').count()) >= 2, { message: 'two live workers' });
+    await page.getByText('asl_llm', { exact: true }).waitFor();
+    await page.screenshot({ path: join(shots, '08-operations.png'), fullPage: true });
+    await expectAccessible(page, 'the operations view');
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+    await ops.close();
+  });
+
+  it('follows the system’s dark mode, goes to one column below 900 px, and the first screen weighs under 100 KB', async () => {
+    const context = await browser.newContext({ viewport: { width: 800, height: 1000 }, colorScheme: 'dark' });
+    const page = await signedIn(context);
+    await page.locator('li.task-row').first().waitFor();
+    const bytes = await firstScreenBytes(page);
+    console.log(`console first screen: ${bytes} bytes over the wire`);
+    expect(bytes).toBeGreaterThan(1000);
+    expect(bytes).toBeLessThan(100_000);
+    await page.screenshot({ path: join(shots, '09-dark-800px.png'), fullPage: true });
+    await expectAccessible(page, 'the list in dark mode at 800 px');
+    await page.goto(`${t.apiUrl}/#/tasks/${(await apiTasks())[0]!.id}`);
+    await page.getByText('Items by state').waitFor();
+    await page.screenshot({ path: join(shots, '10-detail-dark-800px.png'), fullPage: true });
+    await expectAccessible(page, 'the detail view in dark mode at 800 px');
+    await context.close();
+  });
+});

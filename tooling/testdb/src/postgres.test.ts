@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPackageDir } from './binaries.ts';
 import { relocatedClusterDir } from './cluster-location.ts';
@@ -108,6 +108,34 @@ describe('a server started by a process that gets a terminal Ctrl-C', () => {
     child.kill('SIGKILL');
     expect(await exited).toEqual({ code: null, signal: 'SIGKILL' });
     await expectStopped(serverPid, clusterDir);
+  });
+});
+
+describe('stop()', () => {
+  it('lets the sessions of a pool that has just ended close cleanly', async () => {
+    const server = await startPostgres({ dataDir: path.join(base, 'stop'), durable: false });
+    const pool = new Pool({ connectionString: server.url, max: 8 });
+    const errors: Error[] = [];
+    pool.on('error', (error) => errors.push(error));
+    // Eight connections at once, all idle afterwards.
+    await Promise.all(Array.from({ length: 8 }, () => pool.query('SELECT pg_sleep(0.05)')));
+    expect(pool.totalCount).toBe(8);
+    await pool.end(); // resolves before the connections have closed
+    await server.stop();
+    expect(errors.map((error) => error.message)).toEqual([]);
+  });
+
+  it('terminates sessions that stay open', async () => {
+    const server = await startPostgres({ dataDir: path.join(base, 'stop'), durable: false });
+    const client = new Client({ connectionString: server.url });
+    const errors: Error[] = [];
+    client.on('error', (error) => errors.push(error));
+    await client.connect();
+    await server.stop();
+    expect(isRunning(server.pid)).toBe(false);
+    await waitFor(() => errors.length > 0, { timeoutMs: 10_000, message: 'the client to see its session end' });
+    expect(errors[0]!.message).toMatch(/terminating connection due to administrator command|Connection terminated/);
+    await client.end().catch(() => {});
   });
 });
 

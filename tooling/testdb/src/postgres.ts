@@ -10,7 +10,7 @@ import { placeCluster } from './cluster-location.ts';
 import { ensurePostgresUser, isRoot, POSTGRES_USER } from './postgres-user.ts';
 import type { OsUser } from './postgres-user.ts';
 import { isLivePostmaster, processExists, readPostmasterPid } from './postmaster-pid.ts';
-import { runToEnd, spawnServer } from './server-process.ts';
+import { runToEnd, spawnServer, stopServer } from './server-process.ts';
 import type { Exit, ServerProcess } from './server-process.ts';
 import { describeStartupError, meaningfulLine, PostgresStartError } from './start-error.ts';
 
@@ -77,7 +77,11 @@ export interface PostgresServer extends AsyncDisposable {
   readonly dataDir: string;
   /** PID of the server (postmaster) process. */
   readonly pid: number;
-  /** Fast shutdown (SIGINT); resolves once the server has exited. Idempotent. */
+  /**
+   * Stops the server: smart shutdown for up to a second (sessions still closing end cleanly),
+   * then fast shutdown (SIGINT: remaining sessions are terminated). Resolves once it has exited.
+   * Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -106,21 +110,18 @@ export function getFreePort(): Promise<number> {
   });
 }
 
-async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (processExists(pid)) {
-    if (Date.now() > deadline) throw new Error(`PostgreSQL (PID ${pid}) did not exit within ${timeoutMs} ms`);
-    await sleep(50);
-  }
+/** Resolves when `pid` (not our child: no exit event) has gone. Polls without keeping the process alive. */
+async function gone(pid: number): Promise<void> {
+  while (processExists(pid)) await sleep(50, undefined, { ref: false });
 }
 
 function makeUrl(port: number): string {
   return `postgres://${POSTGRES_USER}:${POSTGRES_PASSWORD}@127.0.0.1:${port}/postgres`;
 }
 
-function makeServer(dataDir: string, port: number, pid: number, stopServer: () => Promise<void>): PostgresServer {
+function makeServer(dataDir: string, port: number, pid: number, shutdown: () => Promise<void>): PostgresServer {
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= stopServer());
+  const stop = (): Promise<void> => (stopping ??= shutdown());
   return { url: makeUrl(port), port, dataDir, pid, stop, [Symbol.asyncDispose]: stop };
 }
 
@@ -234,10 +235,10 @@ async function start(options: StartPostgresOptions): Promise<PostgresServer> {
             );
           }
           const { pid } = lock;
+          let exited: Promise<void> | undefined;
           return makeServer(dataDir, lock.port, pid, async () => {
             if (!processExists(pid)) return;
-            process.kill(pid, 'SIGINT');
-            await waitForExit(pid, 60_000);
+            await stopServer((signal) => process.kill(pid, signal), () => (exited ??= gone(pid)), pid);
           });
         }
         throw new PostgresStartError(

@@ -66,8 +66,30 @@ export interface ServerProcess {
   readonly exited: Promise<Exit>;
   /** The exit, once it has happened. */
   exit(): Exit | undefined;
-  /** SIGINT (fast shutdown), then waits for the exit; SIGQUIT if it takes over `timeoutMs`. */
+  /** See {@link stopServer}. */
   stop(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * How long `stop()` lets sessions end on their own before it cuts them off. A pool's `end()`
+ * resolves once it has asked its connections to close, not once they have: a server stopped
+ * right after it would terminate them mid-goodbye, and each would report a lost connection.
+ */
+export const SMART_SHUTDOWN_MS = 1000;
+
+/**
+ * Stops a server: smart shutdown (SIGTERM: no new connections, sessions end on their own) for
+ * {@link SMART_SHUTDOWN_MS}, then fast shutdown (SIGINT: sessions are terminated) for
+ * `timeoutMs`, then immediate shutdown (SIGQUIT).
+ */
+export async function stopServer(signal: (signal: NodeJS.Signals) => void, exited: () => Promise<unknown>, pid: number, timeoutMs = 60_000): Promise<void> {
+  signal('SIGTERM');
+  if (await exitsWithin(exited(), SMART_SHUTDOWN_MS)) return;
+  signal('SIGINT');
+  if (await exitsWithin(exited(), timeoutMs)) return;
+  signal('SIGQUIT');
+  if (await exitsWithin(exited(), 10_000)) return;
+  throw new Error(`PostgreSQL (PID ${pid}) did not exit within ${SMART_SHUTDOWN_MS + timeoutMs + 10_000} ms of SIGTERM, SIGINT and SIGQUIT`);
 }
 
 /** Servers started here and still running. */
@@ -112,19 +134,12 @@ export async function spawnServer(file: string, args: string[], options: Process
   watcher = startWatcher(child.pid!);
 
   let stopping: Promise<void> | undefined;
-  const stop = (timeoutMs = 60_000): Promise<void> =>
-    (stopping ??= (async () => {
-      if (exit) return;
-      child.kill('SIGINT');
-      if (await exitsWithin(exited, timeoutMs)) return;
-      child.kill('SIGQUIT'); // immediate shutdown
-      if (await exitsWithin(exited, 10_000)) return;
-      throw new Error(`PostgreSQL (PID ${child.pid}) did not exit within ${timeoutMs + 10_000} ms of SIGINT and SIGQUIT`);
-    })());
+  const stop = (timeoutMs?: number): Promise<void> =>
+    (stopping ??= exit ? Promise.resolve() : stopServer((signal) => child.kill(signal), () => exited, child.pid!, timeoutMs));
   return { pid: child.pid!, exited, exit: () => exit, stop };
 }
 
-async function exitsWithin(exited: Promise<Exit>, ms: number): Promise<boolean> {
+async function exitsWithin(exited: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);

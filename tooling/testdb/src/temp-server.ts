@@ -3,8 +3,10 @@ import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startPostgres } from './postgres.ts';
+import { relocatedClusterDir } from './cluster-location.ts';
+import { DEFAULT_SHARED_DIR, startPostgres } from './postgres.ts';
 import type { PostgresServer } from './postgres.ts';
+import { isRoot } from './postgres-user.ts';
 
 /** Overrides the directory under which throwaway test clusters are created. */
 export const TEMP_BASE_ENV = 'FANOUT_TEST_PG_DIR';
@@ -41,9 +43,18 @@ async function baseDir(): Promise<string> {
   return os.tmpdir();
 }
 
+function postmasterPid(dataDir: string): number {
+  try {
+    return Number.parseInt(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10) || 0;
+  } catch {
+    return 0; // no cluster, or not running
+  }
+}
+
 /**
  * Removes clusters left behind by earlier runs that died without teardown: directories named
- * `fanout-testdb-<pid>-*` whose creating process is gone and whose server isn't running.
+ * `fanout-testdb-<pid>-*` whose creating process is gone and whose server isn't running, and the
+ * cluster a root run put under the shared directory for it (see cluster-location.ts).
  */
 async function removeAbandoned(base: string): Promise<void> {
   let entries: string[];
@@ -56,10 +67,11 @@ async function removeAbandoned(base: string): Promise<void> {
     const match = /^fanout-testdb-(\d+)-/.exec(entry);
     if (!match || isAlive(Number(match[1]))) continue;
     const dir = path.join(base, entry);
+    const relocated = relocatedClusterDir(path.join(dir, 'data'), DEFAULT_SHARED_DIR);
     try {
-      const pidFile = await fs.readFile(path.join(dir, 'data', 'postmaster.pid'), 'utf8').catch(() => '');
-      if (isAlive(Number.parseInt(pidFile.split('\n')[0] ?? '', 10))) continue;
+      if (isAlive(postmasterPid(path.join(dir, 'data'))) || isAlive(postmasterPid(relocated))) continue;
       await fs.rm(dir, { recursive: true, force: true });
+      await fs.rm(relocated, { recursive: true, force: true });
     } catch {
       // best effort
     }
@@ -75,24 +87,25 @@ export async function startTempPostgres(): Promise<PostgresServer> {
   const base = await baseDir();
   await removeAbandoned(base);
   const dir = await fs.mkdtemp(path.join(base, `${PREFIX}${process.pid}-`));
+  // mkdtemp makes it 0700; as root the server's `postgres` user must pass through it.
+  if (isRoot) await fs.chmod(dir, 0o711);
+  const dataDir = path.join(dir, 'data');
+  const remove = async (): Promise<void> => {
+    await fs.rm(dir, { recursive: true, force: true });
+    await fs.rm(relocatedClusterDir(dataDir, DEFAULT_SHARED_DIR), { recursive: true, force: true });
+  };
   let server: PostgresServer;
   try {
-    server = await startPostgres({ dataDir: path.join(dir, 'data'), durable: false });
+    server = await startPostgres({ dataDir, durable: false });
   } catch (error) {
-    await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
+    await remove().catch(() => {});
     throw error;
   }
-  // If this process exits without stop(), the server gets SIGINT (see postgres.ts); a detached
-  // shell then waits for it to exit and deletes the directory.
+  // If this process exits without stop(), the server gets SIGINT (see server-process.ts); a
+  // detached shell then waits for it to exit and deletes the directories.
   const onExit = (): void => {
-    let pid = 0;
-    try {
-      pid = Number.parseInt(readFileSync(path.join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10) || 0;
-    } catch {
-      // not running
-    }
-    const script = 'i=0; while [ "$1" -gt 0 ] && kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; rm -rf "$2"';
-    spawn('sh', ['-c', script, 'sh', String(pid), dir], { detached: true, stdio: 'ignore' }).unref();
+    const script = 'i=0; while [ "$1" -gt 0 ] && kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; rm -rf "$2" "$3"';
+    spawn('sh', ['-c', script, 'sh', String(server.pid), dir, server.dataDir], { detached: true, stdio: 'ignore' }).unref();
   };
   process.on('exit', onExit);
   let stopping: Promise<void> | undefined;
@@ -101,6 +114,7 @@ export async function startTempPostgres(): Promise<PostgresServer> {
       process.removeListener('exit', onExit);
       await server.stop();
       await fs.rm(dir, { recursive: true, force: true });
+      await fs.rm(server.dataDir, { recursive: true, force: true });
     })());
-  return { url: server.url, port: server.port, dataDir: server.dataDir, stop, [Symbol.asyncDispose]: stop };
+  return { url: server.url, port: server.port, dataDir: server.dataDir, pid: server.pid, stop, [Symbol.asyncDispose]: stop };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyMigrations, startPostgres, withDatabase } from '@fanout/testdb';
@@ -13,6 +13,9 @@ export async function benchServer() {
   let stop = async () => {};
   if (!url) {
     const dir = mkdtempSync(join(tmpdir(), 'fanout-bench-'));
+    // As root the server runs as the postgres user, who must be able to enter our folder
+    // (otherwise testdb places the cluster elsewhere, and removing this folder would leave it).
+    chmodSync(dir, 0o711);
     const server = await startPostgres({ dataDir: join(dir, 'pg') });
     url = server.url;
     stop = async () => {

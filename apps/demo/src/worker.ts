@@ -3,6 +3,7 @@
 import { consoleLogger } from '@fanout/core';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { applyMigrations } from '@fanout/testdb';
+import { onShutdown } from '@fanout/kit';
 import { createAppRuntime } from './db.ts';
 import { demoBatch } from './demo.ts';
 
@@ -15,9 +16,4 @@ await applyMigrations(databaseUrl, [migrationsDir]);
 const app = createAppRuntime({ databaseUrl, definitions: [demoBatch], logger: consoleLogger('info', { pid: process.pid }) });
 await app.fanout.start();
 console.log(`worker ${process.pid} working ${demoBatch.managerQueue} and ${demoBatch.childQueue}`);
-const stop = async () => {
-  await app.close();
-  process.exit(0);
-};
-process.once('SIGTERM', () => void stop());
-process.once('SIGINT', () => void stop());
+onShutdown(() => app.close());

@@ -78,7 +78,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     publisher = new TaskEventPublisher({ connectionString: db.url });
     subscriber = new TaskEventSubscriber({ connectionString: db.url, applicationName: 'fanout-local-listen' });
     await subscriber.start();
-    print(`database:  ${db.embedded ? `embedded PostgreSQL in ${(db as { location?: string }).location ?? join(options.dataDir, 'pg')}` : 'DATABASE_URL'}`);
+    print(`database:  ${db.clusterDir ? `embedded PostgreSQL in ${db.clusterDir}` : 'DATABASE_URL'}`);
     const started: LocalApp[] = [];
     for (const [index, app] of apps.entries()) {
       const own = (await app.local?.services?.()) ?? [];

@@ -19,13 +19,13 @@ export interface LocalDatabase {
 }
 
 /**
- * The database for a local run (`pnpm start`): `DATABASE_URL` when set, otherwise an embedded
+ * The database for a local run (`pnpm start`): `databaseUrl` (default `DATABASE_URL`) when set, otherwise an embedded
  * PostgreSQL whose data lives in `dataDir` and persists between starts, with a database `name`.
  * A server left running on that cluster by an earlier run is reused. Fails with a
  * `PostgresStartError` (one-line message) when the embedded server cannot start.
  */
-export async function localDatabase(name: string, dataDir: string): Promise<LocalDatabase> {
-  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, embedded: false, clusterDir: undefined, stop: async () => {} };
+export async function localDatabase(name: string, dataDir: string, databaseUrl = process.env.DATABASE_URL): Promise<LocalDatabase> {
+  if (databaseUrl) return { url: databaseUrl, embedded: false, clusterDir: undefined, stop: async () => {} };
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`database name: "${name}" must match [a-z_][a-z0-9_]*`);
   mkdirSync(dataDir, { recursive: true });
   const server = await startPostgres({ dataDir: join(dataDir, 'pg'), ifRunning: 'reuse' });

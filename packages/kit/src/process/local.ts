@@ -56,7 +56,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   const tokens = withToken(common.FANOUT_TOKENS ?? parseTokens(''), token, { tenant, role: 'operator' });
   const authenticate = tokenAuthenticator(tokens);
 
-  const db = await localDatabase('fanout', options.dataDir);
+  const db = await localDatabase('fanout', options.dataDir, common.DATABASE_URL);
   const services: LocalService[] = [];
   const runtimes: AppRuntime<any, any, any>[] = [];
   const servers: Listening[] = [];
@@ -103,7 +103,13 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     }
     print('');
     print(`Ctrl-C stops; data stays in ${options.dataDir}.`);
-    if (options.signals ?? true) onShutdown(stop);
+    if (options.signals ?? true) {
+      onShutdown(async () => {
+        print('stopping: letting running items finish, then the database…');
+        await stop();
+        print('stopped.');
+      });
+    }
     return { stop, apps: started };
   } catch (error) {
     await stop().catch(() => {});

@@ -1,15 +1,19 @@
 /**
  * Runs `stop` once on the first SIGINT or SIGTERM, then exits (0 when it went well). A second
- * signal while stopping exits at once (130): the person pressing Ctrl-C twice means it.
+ * signal while stopping (a second after the first, or later) exits at once (130): the person
+ * pressing Ctrl-C twice means it.
  */
 export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, log: (message: string) => void = () => {}): void {
-  let stopping = false;
+  let stoppingSince = 0;
   const handle = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (stoppingSince > 0) {
+      // One Ctrl-C can arrive twice: from the terminal (to the whole process group) and forwarded
+      // by a parent such as pnpm. A second press is a second signal a while later.
+      if (Date.now() - stoppingSince < 1000) return;
       log(`${signal} again: exiting now`);
       process.exit(130);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     stop(signal).then(
       () => process.exit(0),
       (error: unknown) => {

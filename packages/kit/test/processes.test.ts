@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '@fanout/testdb';
+import { describe, expect, it } from 'vitest';
+import { runLocal } from '../src/index.ts';
+import { appTest, TEST_ENV } from '../src/testing/index.ts';
+import echo from './fixtures/echo-app.ts';
+
+const entry = fileURLToPath(new URL('../src/process/entry.ts', import.meta.url));
+
+/** Runs the kit's process entry for the echo app and collects what it prints until it exits. */
+function runEntry(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', entry], {
+    env: { PATH: process.env.PATH, FANOUT_APP_MODULE: echo.module, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => (stdout += c));
+  child.stderr.on('data', (c) => (stderr += c));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('process runners', () => {
+  it('an API and a worker process run an app: its routes, console, health at the root, and a task end to end', async () => {
+    await using t = await appTest(echo);
+    const api = await t.api();
+    await t.workers(1);
+    const res = await t.call('POST', '/tasks', { body: { input: { count: 20 } } });
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()) as { id: string };
+    const task = await waitFor(async () => {
+      const x = (await (await t.call('GET', `/tasks/${id}`)).json()) as { status: string; succeeded: number; summary: string };
+      return x.status === 'completed' ? x : null;
+    }, { message: 'the echo task' });
+    expect(task).toMatchObject({ succeeded: 20, summary: '20 echoes' });
+    expect(await (await t.call('GET', '/ping')).json()).toEqual({ pong: true });
+    expect((await t.call('GET', `/tasks/${id}/results.csv`)).status).toBe(200);
+    // Health at the root too (load balancers probe /healthz), and the console at /.
+    expect(await (await fetch(`${api.url}/healthz`)).json()).toEqual({ ok: true });
+    expect((await fetch(`${api.url}/readyz`)).status).toBe(200);
+    const page = await fetch(`${api.url}/`);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(await page.text()).toContain('"apiBase":"/api/echo"');
+    // One document lists every served route: the app's own and its exports included.
+    const doc = (await (await t.call('GET', '/openapi.json', { token: null })).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/echo/ping', '/api/echo/tasks/{id}/results.csv', '/api/echo/tasks/{id}/results.json', '/healthz', '/readyz']));
+  });
+
+  it('a worker stopped with SIGTERM lets its running items finish and settle before it exits', async () => {
+    await using t = await appTest(echo, { env: { ECHO_SLEEP_MS: 1500, FANOUT_WORKER_CONCURRENCY: 5 } });
+    await t.api();
+    const [worker] = await t.workers(1);
+    const { id } = (await (await t.call('POST', '/tasks', { body: { input: { count: 5 } } })).json()) as { id: string };
+    await waitFor(async () => (await t.rt.fanout.store.itemCounts(id)).running === 5, { message: 'five items running' });
+    worker!.kill('SIGTERM');
+    expect(await worker!.exited).toBe(0);
+    // Everything it had started was settled by it (no lease left to lapse, no second attempt).
+    const counts = await t.rt.fanout.store.itemCounts(id);
+    expect(counts).toMatchObject({ succeeded: 5, running: 0 });
+    const items = await t.rt.fanout.listItems(id, { limit: 10 });
+    expect(items.rows.map((i) => i.attempts)).toEqual([1, 1, 1, 1, 1]);
+    expect((await t.rt.fanout.store.workers(['kit_echo'], 60_000)).filter((w) => w.role === 'worker')).toEqual([]); // it left the list
+  });
+
+  it('a process with a configuration mistake says which variable and which rule, in one line, and exits 1', async () => {
+    const noTokens = await runEntry({ FANOUT_ROLE: 'api', DATABASE_URL: 'postgres://u:p@127.0.0.1:1/x' });
+    expect(noTokens.code).toBe(1);
+    expect(noTokens.stderr.trim()).toBe('fanout: invalid configuration: FANOUT_TOKENS: is required for an API process (token:tenant[:role],…)');
+    const bad = await runEntry({ FANOUT_ROLE: 'worker', DATABASE_URL: 'http://nope', FANOUT_WORKER_CONCURRENCY: '0', ECHO_SLEEP_MS: 'soon' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr).toContain('DATABASE_URL: must be a postgres:// or postgresql:// connection URL');
+    expect(bad.stderr).toContain('FANOUT_WORKER_CONCURRENCY: must be an integer from 1 to 10000 (got "0")');
+    expect(bad.stderr).toContain('ECHO_SLEEP_MS: must be an integer >= 0 (got "soon")');
+    const role = await runEntry({ FANOUT_ROLE: 'boss' });
+    expect(role.stderr.trim()).toBe('fanout: FANOUT_ROLE: must be api or worker (got "boss")');
+  });
+
+  it('a local run serves each app on its port with its console and a local operator token, and stops cleanly', async () => {
+    await using t = await appTest(echo);
+    const lines: string[] = [];
+    const dataDir = fileURLToPath(new URL(`../../../.test-artifacts/kit-local-${process.pid}`, import.meta.url));
+    const local = await runLocal([echo], { dataDir, env: { ...TEST_ENV, DATABASE_URL: t.db.url, FANOUT_TOKENS: '', PORT: '0' } as Record<string, string>, signals: false, print: (l) => lines.push(l) });
+    try {
+      const [app] = local.apps;
+      expect(lines).toContain('Echo');
+      expect(lines.some((l) => l.includes(`console:  ${app!.consoleUrl}`))).toBe(true);
+      const token = new URL(app!.consoleUrl).hash.replace('#token=', '');
+      const me = await fetch(`${app!.apiUrl}/me`, { headers: { authorization: `Bearer ${token}` } });
+      expect(await me.json()).toEqual({ tenant: 'local', role: 'operator' });
+      const { id } = (await (await fetch(`${app!.apiUrl}/tasks`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: { count: 3 } }) })).json()) as { id: string };
+      await waitFor(async () => (await t.rt.fanout.getTask(id))?.status === 'completed', { message: 'the local task' });
+    } finally {
+      await local.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

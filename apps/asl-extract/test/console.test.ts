@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { artifactsDir, firstScreenBytes, launchBrowser, seriousViolations, type Browser, type BrowserContext, type Page, type PageElement } from '@fanout/browser-testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulatedLlm, type SimulatedLlm } from '../src/extract/simulated-llm.ts';
+import { startSimulatedLlm, type SimulatedLlm } from '@fanout/llm';
+import { OfflineExtractor } from '../src/extract/offline.ts';
 import { createSampleLibrary } from '../src/library/sample.ts';
 import { aslTest, type AslTest } from './harness.ts';
 
@@ -24,8 +25,14 @@ const timed = async <T>(name: string, action: () => Promise<T>): Promise<T> => {
 };
 
 beforeAll(async () => {
-  llm = await startSimulatedLlm({ latencyMs: 250, rateLimitedShare: 0.04, unavailableShare: 0.02 });
-  t = await aslTest({ ASL_LLM_BASE_URL: llm.baseUrl, ASL_LLM_MODEL: 'simulated-llm', ASL_LLM_CONCURRENCY: 8 });
+  const offline = new OfflineExtractor();
+  llm = await startSimulatedLlm({
+    latencyMs: 250,
+    rateLimitedShare: 0.04,
+    unavailableShare: 0.02,
+    answer: async (messages) => JSON.stringify(await offline.extract(messages.find((m) => m.role === 'user')?.content ?? '')),
+  });
+  t = await aslTest({ FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm', FANOUT_LLM_CONCURRENCY: 8 });
   await t.api();
   await t.workers(2);
   papers = await createSampleLibrary(t.prisma, t.storage, 'team-a', 60);
@@ -231,7 +238,7 @@ describe('ASL operator console in Chromium', () => {
     await page.getByRole('heading', { name: 'Operations' }).waitFor();
     const workers = page.getByRole('region', { name: 'Workers, table' });
     await waitFor(async () => (await workers.getByText('alive').count()) >= 2, { message: 'two live workers' });
-    await page.getByText('asl_llm', { exact: true }).waitFor();
+    await page.getByText('llm', { exact: true }).waitFor();
     await page.screenshot({ path: join(shots, '08-operations.png'), fullPage: true });
     await expectAccessible(page, 'the operations view');
     expect(pageErrors(page)).toEqual([]);

@@ -90,7 +90,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
     try {
       await using t = await aslTest();
       await t.api();
-      await t.workers(3, { ASL_LLM_BASE_URL: llmUrl, ASL_LLM_API_KEY: 'sk-test', ASL_LLM_MODEL: 'fake-model', FANOUT_WORKER_CONCURRENCY: 10 });
+      await t.workers(3, { FANOUT_LLM_BASE_URL: llmUrl, FANOUT_LLM_API_KEY: 'sk-test', FANOUT_LLM_MODEL: 'fake-model', FANOUT_WORKER_CONCURRENCY: 10 });
       // Papers 1..45 minus the unreadable ones (23: corrupt, 41: encrypted), which never reach the LLM.
       const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 45);
       const id = await submit(t, ids);
@@ -102,7 +102,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       // Every call took a slot of the shared rate limit (600 a minute by default with an LLM).
       const calls = [...attempts.values()].reduce((a, b) => a + b, 0);
       const [taken] = await t.prisma.$queryRaw<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'asl_llm_rpm' AND available_at > now()`;
+        SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'llm_rpm' AND available_at > now()`;
       expect(taken!.n).toBe(calls);
       const rows = await t.prisma.aslExtraction.findMany({ where: { taskId: id } });
       expect(rows).toHaveLength(43);

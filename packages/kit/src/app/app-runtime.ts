@@ -51,6 +51,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       concurrency: env.FANOUT_WORKER_CONCURRENCY,
       ...(env.FANOUT_LEASE_MS ? { leaseMs: env.FANOUT_LEASE_MS } : {}),
       ...(env.FANOUT_CONTROL_POLL_MS ? { controlPollMs: env.FANOUT_CONTROL_POLL_MS } : {}),
+      ...(env.FANOUT_LIMIT_LEASE_MS ? { limitLeaseMs: env.FANOUT_LIMIT_LEASE_MS } : {}),
     },
     ...(env.FANOUT_MAINTENANCE_MS ? { maintenance: { intervalMs: env.FANOUT_MAINTENANCE_MS } } : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { compileSpec, parseSpec, type CompiledSpec } from '../spec/compile.ts';
 import type { PreparedSource } from './context.ts';
 import { computeProfile } from './profile.ts';
-import { publishLoad } from './publish.ts';
+import { publishInTransaction, publishLoad } from './publish.ts';
 import { quoted, stageTable } from './tables.ts';
 
 /** What a load's manifest records: what came in, what went where, from which file and spec. */
@@ -131,16 +131,16 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
     } else {
       await computeProfile(client, task.id, compiled);
       await client.query(`UPDATE etl_load SET status = 'ready', manifest = $2, checked_at = now() WHERE id = $1`, [task.id, JSON.stringify(manifest)]);
+      // Published with the checks in one transaction: a load is never seen ready on its way.
+      if (compiled.spec.publish.auto) await publishInTransaction(client, task.id, { onlyIfReady: true });
     }
     await client.query('COMMIT');
-    if (over || !compiled.spec.publish.auto) return;
   } catch (error) {
     await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
     client.release(broken);
   }
-  await publishLoad(pool, task.id, { onlyIfReady: true });
 }
 
 function thresholdBreach(m: Manifest): string | null {

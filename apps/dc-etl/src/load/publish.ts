@@ -29,7 +29,12 @@ async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => 
  * published load again changes nothing.
  */
 export async function publishLoad(pool: pg.Pool, loadId: string, options: { onlyIfReady?: boolean } = {}): Promise<{ status: string; published: number }> {
-  return inTransaction(pool, async (client) => {
+  return inTransaction(pool, (client) => publishInTransaction(client, loadId, options));
+}
+
+/** The publish, inside a transaction the caller holds (the fan-in checks and publishes in one). */
+export async function publishInTransaction(client: pg.PoolClient, loadId: string, options: { onlyIfReady?: boolean } = {}): Promise<{ status: string; published: number }> {
+  {
     const { rows } = await client.query<{ status: string; tenant: string; text: string; manifest: { published?: number } | null }>(
       `SELECT l.status, l.tenant, s.text, l.manifest FROM etl_load l JOIN etl_spec s ON s.id = l.spec_id WHERE l.id = $1 FOR UPDATE OF l`,
       [loadId],
@@ -76,7 +81,7 @@ export async function publishLoad(pool: pg.Pool, loadId: string, options: { only
       [loadId, published],
     );
     return { status: 'published', published };
-  });
+  }
 }
 
 /**

@@ -26,7 +26,7 @@ export interface Manifest {
   /** The rows that are (or will be) published: clean minus duplicates. */
   rows: number;
   rejectRate: number;
-  /** Source columns without a single value in the file. */
+  /** Source columns without a single value in the file (a nameless one as `(column 7, no name)`). */
   emptyColumns: string[];
   /** Source columns the spec does not read. */
   unmappedColumns: string[];
@@ -119,7 +119,7 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
       duplicateGroups: dup.groups,
       rows: clean - dup.duplicates,
       rejectRate: read === 0 ? 0 : rejected / read,
-      emptyColumns: source.header.filter((h, i) => h !== '' && !filled.has(i)),
+      emptyColumns: source.header.flatMap((h, i) => (filled.has(i) ? [] : [h || `(column ${i + 1}, no name)`])),
       unmappedColumns: source.header.filter((h) => h !== '' && !used.has(h)),
       thresholds: { maxRejectRate: compiled.spec.thresholds.maxRejectRate ?? null, maxRejects: compiled.spec.thresholds.maxRejects ?? null },
       published: null,

@@ -65,7 +65,7 @@ export async function readXlsxHeader(path: string, sheetName: string | null, hea
   const sheet = await findSheet(path, sheetName, async (ws) => {
     for await (const row of ws) {
       if (row.number === headerRow) {
-        const cells = row.values.slice(1).map(cellText);
+        const cells = Array.from(row.values.slice(1), cellText); // holes (empty cells) too
         while (cells.length > 0 && cells[cells.length - 1]!.trim() === '') cells.pop();
         header = cells.map((c) => c.trim());
         break;

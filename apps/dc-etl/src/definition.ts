@@ -51,8 +51,12 @@ export function etlLoad(options: EtlOptions) {
     async runItem(item, ctx) {
       const load = await loadContext(options.pool, item.loadId);
       const counts = await loadChunk(options.pool, options.storage, load, item, ctx.signal);
-      ctx.log(`chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank`);
-      return counts;
+      ctx.log(
+        counts.skipped
+          ? `chunk ${item.chunkNo}: the load was already checked; nothing written`
+          : `chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank`,
+      );
+      return { rowsIn: counts.rowsIn, clean: counts.clean, rejected: counts.rejected, blank: counts.blank };
     },
     onFinish: (task) => finishLoad(options.pool, task),
   });

@@ -25,6 +25,8 @@ export interface ChunkCounts {
   clean: number;
   rejected: number;
   blank: number;
+  /** The load was already checked: this run wrote nothing. */
+  skipped?: boolean;
 }
 
 const PIECE = 64 * 1024;
@@ -132,6 +134,13 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
+    // A run that comes after the fan-in checked the load (a late duplicate of a chunk whose
+    // outcome was already counted) must not touch staging: the checks were made on it.
+    const state = await client.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1 FOR SHARE', [item.loadId]);
+    if (state.rows[0]?.status !== 'loading') {
+      await client.query('ROLLBACK');
+      return { ...counts, skipped: true };
+    }
     const { rows } = await client.query<{ runs: number }>('SELECT runs FROM etl_chunk WHERE load_id = $1 AND chunk_no = $2 FOR UPDATE', [item.loadId, item.chunkNo]);
     if (!rows[0]) throw new Error(`chunk ${item.chunkNo} of load ${item.loadId} is not planned`);
     if (rows[0].runs > 0) {

@@ -228,7 +228,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
         const { file } = await receiveUpload(c, { dir: storage.incoming, maxBytes: MAX_SPEC_BYTES });
         try {
           const text = await readFile(file.path, 'utf8');
-          const compiled = compileSpecText(text, 'body.file.spec');
+          const compiled = compileSpecText(text, 'body.spec');
           const specId = await storeSpec(pool, c.get('principal').tenant, text, compiled);
           return c.json({ specId, version: compiled.spec.version, target: compiled.spec.target, sha256: compiled.hash, columns: compiled.targetColumns }, 201);
         } finally {

@@ -28,11 +28,11 @@ const path = (parts: readonly PropertyKey[]) => ['spec', ...parts.map(String)].j
 /** Reads a spec written as YAML or JSON (JSON is YAML) and checks it against the schema. */
 export function parseSpec(text: string): Spec {
   if (text.trim() === '') throw new SpecError([{ field: 'spec', rule: 'required', message: 'the spec is empty' }]);
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) {
     const error = doc.errors[0]!;
     const where = error.linePos?.[0] ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
-    throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not valid YAML or JSON${where}: ${error.message.split('\n')[0]}` }]);
+    throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not valid YAML or JSON${where}: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}` }]);
   }
   const value: unknown = doc.toJS({ maxAliasCount: 100 });
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new SpecError([{ field: 'spec', rule: 'invalid_type', message: 'must be a mapping (target, columns, ...)' }]);

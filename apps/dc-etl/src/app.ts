@@ -52,6 +52,6 @@ export default defineApp({
   },
   local: {
     port: 3002,
-    seed: async (ctx, tenant) => seedSample(ctx.services.pool, ctx.services.storage, tenant),
+    seed: (ctx, tenant) => seedSample({ pool: ctx.services.pool, storage: ctx.services.storage, fanout: ctx.fanout, definition: ctx.services.definition }, tenant),
   },
 });

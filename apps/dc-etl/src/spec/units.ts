@@ -1,3 +1,4 @@
+/// <reference path="../types/ucum-lhc.d.ts" />
 import ucum from '@lhncbc/ucum-lhc';
 
 /** `value * scale + offset`: every UCUM conversion is affine (temperatures have an offset). */

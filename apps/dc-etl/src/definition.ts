@@ -54,7 +54,7 @@ export function etlLoad(options: EtlOptions) {
       ctx.log(
         counts.skipped
           ? `chunk ${item.chunkNo}: the load was already checked; nothing written`
-          : `chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank`,
+          : `chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank (${counts.cleanMs} ms reading and cleaning, ${counts.writeMs} ms writing)`,
       );
       return { rowsIn: counts.rowsIn, clean: counts.clean, rejected: counts.rejected, blank: counts.blank };
     },

@@ -27,6 +27,9 @@ export interface ChunkCounts {
   blank: number;
   /** The load was already checked: this run wrote nothing. */
   skipped?: boolean;
+  /** Milliseconds spent reading and cleaning, and writing (the transaction). */
+  cleanMs?: number;
+  writeMs?: number;
 }
 
 const PIECE = 64 * 1024;
@@ -73,6 +76,7 @@ async function readRange(path: string, start: number, end: number): Promise<Buff
  */
 export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal?: AbortSignal): Promise<ChunkCounts> {
   const { compiled, source } = load;
+  const began = performance.now();
   const bytes = await readRange(storage.path(source.key), item.start, item.end);
   const text = bytes.toString('utf8');
   const cleaner = new RowCleaner(compiled, source.header);
@@ -128,6 +132,8 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
   // changed under the load.
   if (counts.rowsIn !== item.records) throw new Error(`chunk ${item.chunkNo}: found ${counts.rowsIn} records where the plan has ${item.records}; the source changed`);
 
+  counts.cleanMs = Math.round(performance.now() - began);
+  const writing = performance.now();
   const table = stageTable(item.loadId);
   const columns = ['_chunk', '_line', ...compiled.targetColumns.map((c) => c.name)].map(quoted).join(', ');
   const client = await pool.connect();
@@ -160,6 +166,7 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
       [item.loadId, item.chunkNo, counts.rowsIn, counts.clean, counts.rejected, counts.blank, filledIndices],
     );
     await client.query('COMMIT');
+    counts.writeMs = Math.round(performance.now() - writing);
   } catch (error) {
     // A failed ROLLBACK leaves the connection in doubt: it is closed, not reused.
     await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));

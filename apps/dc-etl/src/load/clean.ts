@@ -39,10 +39,13 @@ export class RowCleaner {
   readonly #spec: CompiledSpec;
   readonly #names: string[];
   readonly #width: number;
+  readonly #variables: Record<string, unknown> = {};
+  readonly #ruleSlots: number[][];
 
   constructor(spec: CompiledSpec, header: readonly string[]) {
     this.#spec = spec;
     this.#names = spec.targetColumns.map((c) => c.name);
+    this.#ruleSlots = spec.rules.map((r) => r.rule.variables.map((v) => this.#names.indexOf(v)));
     this.#width = header.length;
     const index = new Map<string, number>();
     header.forEach((h, i) => {
@@ -75,17 +78,22 @@ export class RowCleaner {
     }
     const rules = this.#spec.rules;
     if (rules.length > 0) {
-      let variables: Record<string, unknown> | null = null;
-      for (const r of rules) {
-        variables ??= Object.fromEntries(this.#names.map((n, i) => [n, values[i]]));
-        if (r.rule.variables.some((v) => variables![v] === FAILED)) continue;
+      // One variables object, refilled per row: rules read it while they run and keep nothing.
+      const variables = this.#variables;
+      for (let i = 0; i < values.length; i++) variables[this.#names[i]!] = values[i];
+      for (let k = 0; k < rules.length; k++) {
+        const r = rules[k]!;
+        const slots = this.#ruleSlots[k]!;
+        let skip = false;
+        for (const slot of slots) if (values[slot] === FAILED) skip = true;
+        if (skip) continue;
         let outcome: boolean;
         try {
           outcome = r.rule.test(variables);
         } catch (error) {
           // A null makes most conditions undefined (null > 100): the rule does not apply, as a
           // SQL CHECK passes on NULL. Other errors are the rule's own and reject the row.
-          if (error instanceof RuleEvaluationError && r.rule.variables.some((v) => variables![v] === null)) continue;
+          if (error instanceof RuleEvaluationError && slots.some((slot) => values[slot] === null)) continue;
           (problems ??= []).push({ column: r.column, reason: `rule:${r.id}`, message: `rule ${r.id} could not be evaluated: ${(error as Error).message}` });
           continue;
         }

@@ -10,26 +10,25 @@ const TOP = 5;
  */
 export async function computeProfile(client: pg.PoolClient, loadId: string, compiled: CompiledSpec): Promise<void> {
   const table = stageTable(loadId);
-  const columns = compiled.targetColumns;
-  const aggregates = columns.flatMap((c) => {
-    const col = quoted(c.name);
-    // PostgreSQL has no min/max for booleans; their text orders the same (false < true).
-    const ordered = c.type === 'boolean' ? `${col}::text` : col;
-    return [`count(${col})`, `count(DISTINCT ${col})`, `min(${ordered})::text`, `max(${ordered})::text`];
-  });
-  const { rows } = await client.query({ text: `SELECT count(*), ${aggregates.join(', ')} FROM ${table} WHERE NOT _dup`, rowMode: 'array' });
-  const stats = rows[0] as (string | null)[];
-  const total = Number(stats[0]);
+  const total = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE NOT _dup`)).rows[0]!.n);
   await client.query('DELETE FROM etl_profile WHERE load_id = $1', [loadId]);
-  for (const [i, c] of columns.entries()) {
+  for (const [i, c] of compiled.targetColumns.entries()) {
     const col = quoted(c.name);
-    const top = await client.query<{ value: string; count: string }>(
-      `SELECT ${col}::text AS value, count(*) AS count FROM ${table} WHERE NOT _dup AND ${col} IS NOT NULL GROUP BY ${col} ORDER BY count(*) DESC, ${col} LIMIT ${TOP}`,
+    // One hashed pass per column: its values with their counts give every figure. PostgreSQL has
+    // no min/max for booleans; their text orders the same (false < true).
+    const ordered = c.type === 'boolean' ? 'v::text' : 'v';
+    const { rows } = await client.query(
+      `WITH g AS MATERIALIZED (SELECT ${col} AS v, count(*) AS n FROM ${table} WHERE NOT _dup GROUP BY ${col})
+       SELECT (SELECT count(*) FROM g WHERE v IS NOT NULL) AS distinct_count,
+              (SELECT coalesce(sum(n), 0) FROM g WHERE v IS NULL) AS nulls,
+              (SELECT min(${ordered})::text FROM g) AS min, (SELECT max(${ordered})::text FROM g) AS max,
+              (SELECT coalesce(json_agg(json_build_object('value', v::text, 'count', n) ORDER BY n DESC, v), '[]')
+                 FROM (SELECT v, n FROM g WHERE v IS NOT NULL ORDER BY n DESC, v LIMIT ${TOP}) t) AS top`,
     );
-    const [nonNull, distinct, min, max] = stats.slice(1 + i * 4, 5 + i * 4);
+    const r = rows[0];
     await client.query(
       `INSERT INTO etl_profile (load_id, position, column_name, type, rows, nulls, distinct_count, min, max, top) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [loadId, i + 1, c.name, c.type, total, total - Number(nonNull), Number(distinct), min, max, JSON.stringify(top.rows.map((r) => ({ value: r.value, count: Number(r.count) })))],
+      [loadId, i + 1, c.name, c.type, total, Number(r.nulls), Number(r.distinct_count), r.min, r.max, JSON.stringify(r.top.map((x: { value: string; count: number }) => ({ value: x.value, count: Number(x.count) })))],
     );
   }
 }

@@ -49,6 +49,102 @@ export default defineApp({
       { label: 'Clean', path: 'result.clean', format: 'number' },
       { label: 'Rejected', path: 'result.rejected', format: 'number' },
     ],
+    // A load's own views on its task's page (the task id is the load id).
+    detailPanels: [
+      { title: 'Load', source: { path: '/loads/{id}/overview', list: 'facts' }, columns: [{ label: 'What', path: 'name' }, { label: 'Value', path: 'value' }], live: true, empty: 'The load is being planned.' },
+      {
+        title: 'Chunks',
+        source: { path: '/loads/{id}/chunks', list: 'chunks' },
+        columns: [
+          { label: 'Chunk', path: 'chunk', format: 'number' },
+          { label: 'First line', path: 'firstLine', format: 'number' },
+          { label: 'Rows in', path: 'rowsIn', format: 'number' },
+          { label: 'Clean', path: 'clean', format: 'number' },
+          { label: 'Rejected', path: 'rejected', format: 'number' },
+          { label: 'Runs', path: 'runs', format: 'number' },
+          { label: 'Status', path: 'status' },
+        ],
+        live: true,
+      },
+      {
+        title: 'Reject reasons',
+        source: { path: '/loads/{id}/reasons', list: 'reasons' },
+        columns: [
+          { label: 'Reason', path: 'reason' },
+          { label: 'Column', path: 'column' },
+          { label: 'Rows', path: 'rows', format: 'number' },
+          { label: 'Example', path: 'message' },
+          { label: 'Sample lines', path: 'linesText' },
+          { label: 'First row', path: 'sample' },
+        ],
+        live: true,
+        empty: 'No rejects.',
+      },
+      {
+        title: 'Rejected rows',
+        source: { path: '/loads/{id}/rejects', list: 'rejects' },
+        columns: [
+          { label: 'Line', path: 'line', format: 'number' },
+          { label: 'Column', path: 'column' },
+          { label: 'Reason', path: 'reason' },
+          { label: 'Message', path: 'message' },
+          { label: 'Row', path: 'raw' },
+        ],
+        filters: [{ name: 'reason', label: 'Reason' }, { name: 'column', label: 'Column' }],
+        empty: 'No rejects.',
+      },
+      {
+        title: 'Duplicate groups',
+        source: { path: '/loads/{id}/duplicates', list: 'duplicates' },
+        columns: [
+          { label: 'Key', path: 'keyText' },
+          { label: 'Kept line', path: 'keptLine', format: 'number' },
+          { label: 'Dropped lines', path: 'droppedText' },
+        ],
+        empty: 'No duplicates (or no dedupe key).',
+      },
+      {
+        title: 'Column profile',
+        source: { path: '/loads/{id}/profile', list: 'columns' },
+        columns: [
+          { label: 'Column', path: 'column' },
+          { label: 'Type', path: 'type' },
+          { label: 'Nulls', path: 'nullPercent' },
+          { label: 'Distinct', path: 'distinct', format: 'number' },
+          { label: 'Min', path: 'min' },
+          { label: 'Max', path: 'max' },
+          { label: 'Top values', path: 'topText' },
+        ],
+        empty: 'Profiled once every chunk is loaded.',
+      },
+    ],
+    taskActions: [
+      { label: 'Publish', method: 'POST', path: '/loads/{id}/publish', when: ['completed'], confirm: 'Publish this load to its target table?' },
+      { label: 'Discard', method: 'POST', path: '/loads/{id}/discard', when: ['completed', 'failed', 'cancelled'], confirm: 'Discard this load? Its published rows, staging, rejects and files are removed.' },
+    ],
+    pages: [
+      {
+        title: 'Loads',
+        slug: 'loads',
+        panels: [
+          {
+            title: 'All loads',
+            source: { path: '/loads', list: 'loads' },
+            columns: [
+              { label: 'Load', path: 'id' },
+              { label: 'File', path: 'filename' },
+              { label: 'Target', path: 'target' },
+              { label: 'Status', path: 'status' },
+              { label: 'Rows in', path: 'rowsIn', format: 'number' },
+              { label: 'Clean', path: 'clean', format: 'number' },
+              { label: 'Rejected', path: 'rejected', format: 'number' },
+              { label: 'Why', path: 'error' },
+            ],
+            empty: 'No loads yet.',
+          },
+        ],
+      },
+    ],
   },
   local: {
     port: 3002,

@@ -272,6 +272,37 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
     }),
     route({
       method: 'get',
+      path: '/loads/:id/overview',
+      summary: 'A load at a glance, as label and value pairs: status, counts, reject rate, file and spec',
+      params: idParams,
+      responses: { 200: z.object({ facts: z.array(z.object({ name: z.string(), value: z.string() })) }) },
+      async handler(c, { params }) {
+        const view = toView(await ownedLoad(c, pool, params.id));
+        const m = view.manifest as Record<string, any> | null;
+        const count = (n: unknown) => (typeof n === 'number' ? n.toLocaleString('en-US') : '');
+        const facts: [string, string][] = [
+          ['Status', view.status],
+          ['Reason', view.error ?? ''],
+          ['Target', view.target],
+          ['File', `${view.filename}${m ? ` (${count(m.file.bytes)} bytes, ${m.file.format}${m.file.compression ? `, ${m.file.compression}` : ''}, ${m.file.encoding}${m.file.bom ? ', BOM' : ''})` : ''}`],
+          ['File SHA-256', m?.file.sha256 ?? ''],
+          ['Spec', `version ${view.specVersion}${m ? `, SHA-256 ${m.spec.sha256.slice(0, 12)}` : ''}`],
+          ['Chunks loaded', `${view.chunksLoaded} of ${view.chunks ?? '?'}`],
+          ['Rows in', count(view.rowsIn)],
+          ['Clean', count(view.clean)],
+          ['Rejected', `${count(view.rejected)}${m ? ` (${(m.rejectRate * 100).toFixed(2)}%; ${count(m.problems)} problems)` : ''}`],
+          ['Blank rows', m ? count(m.blank) : ''],
+          ['Duplicates dropped', m ? `${count(m.duplicates)} in ${count(m.duplicateGroups)} groups` : ''],
+          ['Published rows', m?.published !== undefined && m?.published !== null ? count(m.published) : ''],
+          ['Published at', view.publishedAt ?? ''],
+          ['Empty source columns', m?.emptyColumns?.join(', ') ?? ''],
+          ['Unmapped source columns', m?.unmappedColumns?.join(', ') ?? ''],
+        ];
+        return c.json({ facts: facts.filter(([, v]) => v !== '').map(([name, value]) => ({ name, value })) });
+      },
+    }),
+    route({
+      method: 'get',
       path: '/loads/:id/chunks',
       summary: "A load's chunks: byte range, first line, rows in, clean, rejected, blank, runs",
       params: idParams,
@@ -353,7 +384,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       path: '/loads/:id/reasons',
       summary: 'Reject reasons by column: rows, and sample lines with their text',
       params: idParams,
-      responses: { 200: z.object({ reasons: z.array(z.object({ key: z.string(), reason: z.string(), column: z.string().nullable(), rows: z.number(), message: z.string(), sampleLines: z.array(z.number()), sample: z.string() })) }) },
+      responses: { 200: z.object({ reasons: z.array(z.object({ key: z.string(), reason: z.string(), column: z.string().nullable(), rows: z.number(), message: z.string(), sampleLines: z.array(z.number()), linesText: z.string(), sample: z.string() })) }) },
       async handler(c, { params }) {
         await ownedLoad(c, pool, params.id);
         const { rows } = await pool.query(
@@ -363,7 +394,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
           [params.id],
         );
         return c.json({
-          reasons: rows.map((r) => ({ key: `${r.reason}:${r.column_name ?? ''}`, reason: r.reason, column: r.column_name, rows: r.rows, message: r.message, sampleLines: r.lines, sample: r.sample })),
+          reasons: rows.map((r) => ({ key: `${r.reason}:${r.column_name ?? ''}`, reason: r.reason, column: r.column_name, rows: r.rows, message: r.message, sampleLines: r.lines, linesText: (r.lines as number[]).join(', '), sample: r.sample })),
         });
       },
     }),
@@ -373,14 +404,14 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       summary: 'Duplicate groups on the dedupe key: the line kept and the lines dropped',
       params: idParams,
       query: z.object(pageQuery).strict(),
-      responses: { 200: z.object({ duplicates: z.array(z.object({ group: z.number(), key: z.array(z.unknown()), keyText: z.string(), keptLine: z.number(), droppedLines: z.array(z.number()), dropped: z.number() })), nextCursor: z.string().nullable() }) },
+      responses: { 200: z.object({ duplicates: z.array(z.object({ group: z.number(), key: z.array(z.unknown()), keyText: z.string(), keptLine: z.number(), droppedLines: z.array(z.number()), droppedText: z.string(), dropped: z.number() })), nextCursor: z.string().nullable() }) },
       async handler(c, { params, query }) {
         await ownedLoad(c, pool, params.id);
         const offset = Number(query.cursor ?? 0);
         const { rows } = await pool.query('SELECT group_no, key, kept_line, dropped_lines FROM etl_duplicate WHERE load_id = $1 ORDER BY group_no LIMIT $2 OFFSET $3', [params.id, query.limit + 1, offset]);
         const p = page(rows, query.limit, offset);
         return c.json({
-          duplicates: p.rows.map((r) => ({ group: r.group_no, key: r.key, keyText: (r.key as unknown[]).map((k) => (k === null ? 'NULL' : String(k))).join(' | '), keptLine: r.kept_line, droppedLines: r.dropped_lines, dropped: r.dropped_lines.length })),
+          duplicates: p.rows.map((r) => ({ group: r.group_no, key: r.key, keyText: (r.key as unknown[]).map((k) => (k === null ? 'NULL' : String(k))).join(' | '), keptLine: r.kept_line, droppedLines: r.dropped_lines, droppedText: (r.dropped_lines as number[]).join(', '), dropped: r.dropped_lines.length })),
           nextCursor: p.nextCursor,
         });
       },
@@ -392,7 +423,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       params: idParams,
       responses: {
         200: z.object({
-          columns: z.array(z.object({ column: z.string(), type: z.string(), rows: z.number(), nulls: z.number(), nullRate: z.number(), distinct: z.number(), min: z.string().nullable(), max: z.string().nullable(), top: z.array(z.object({ value: z.string(), count: z.number() })), topText: z.string() })),
+          columns: z.array(z.object({ column: z.string(), type: z.string(), rows: z.number(), nulls: z.number(), nullRate: z.number(), nullPercent: z.string(), distinct: z.number(), min: z.string().nullable(), max: z.string().nullable(), top: z.array(z.object({ value: z.string(), count: z.number() })), topText: z.string() })),
         }),
       },
       async handler(c, { params }) {
@@ -403,7 +434,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
             const total = Number(r.rows);
             const nulls = Number(r.nulls);
             const top = r.top as { value: string; count: number }[];
-            return { column: r.column_name, type: r.type, rows: total, nulls, nullRate: total === 0 ? 0 : nulls / total, distinct: Number(r.distinct_count), min: r.min, max: r.max, top, topText: top.map((t) => `${t.value} (${t.count})`).join(', ') };
+            return { column: r.column_name, type: r.type, rows: total, nulls, nullRate: total === 0 ? 0 : nulls / total, nullPercent: `${(total === 0 ? 0 : (100 * nulls) / total).toFixed(1)}%`, distinct: Number(r.distinct_count), min: r.min, max: r.max, top, topText: top.map((t) => `${t.value} (${t.count})`).join(', ') };
           }),
         });
       },

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readXpt } from '../src/data/xpt.ts';
 import { loadPilot, PILOT, PILOT_RULES, qcTest, type QcTest } from './harness.ts';
 import { readP21Report, type P21Report } from './p21-report.ts';
 
@@ -11,11 +13,12 @@ describe('the CDISC pilot study against its Pinnacle 21 report', () => {
   let runId: string;
   let report: P21Report;
   let expanded: any[];
+  let workers: Awaited<ReturnType<QcTest['workers']>>;
 
   beforeAll(async () => {
     t = await qcTest();
     await t.api();
-    await t.workers(2);
+    workers = await t.workers(2);
     report = await readP21Report(join(PILOT, 'pinnacle21-report-2018-10-08T09-48.xlsx'));
     studyId = await loadPilot(t);
     ruleSetId = await t.ruleSet(studyId, readFileSync(PILOT_RULES, 'utf8'));
@@ -80,5 +83,49 @@ describe('the CDISC pilot study against its Pinnacle 21 report', () => {
       const flagged = findings.filter((f) => ourRule.includes(f.ruleId)).map((f) => `${f.dataset}:${f.recno}`).sort();
       expect(flagged, rule).toEqual(listed);
     }
+  });
+
+  let correctedRunId: string;
+
+  it('marks exactly the corrected record resolved in a second run, and keeps every other key', async () => {
+    const before = await t.findings(runId);
+    const target = before.find((f) => f.ruleId === 'SD2236')!;
+    // The data manager fixes that subject's ACTARMCD and uploads DM again (as CSV this time).
+    const dm = await readXpt(join(PILOT, 'dm.xpt'));
+    const quote = (v: unknown) => `"${v === null ? '' : String(v).replace(/"/g, '""')}"`;
+    const lines = [dm.columns.map((c) => c.name).join(',')];
+    for await (const row of dm.rows()) {
+      if (row.USUBJID === target.subject) row.ACTARMCD = row.ARMCD;
+      lines.push(dm.columns.map((c) => quote(row[c.name])).join(','));
+    }
+    const res = await t.upload(studyId, 'dm.csv', new TextEncoder().encode(lines.join('\n') + '\n'));
+    expect(res.status).toBe(201);
+    correctedRunId = await t.run(studyId, ruleSetId);
+    const run = await t.waitRun(correctedRunId, 180_000);
+    const after = await t.findings(correctedRunId);
+    const afterKeys = new Set(after.map((f) => f.key));
+    const gone = before.filter((f) => !afterKeys.has(f.key));
+    expect(gone.map((f) => [f.ruleId, f.subject])).toEqual([['SD2236', target.subject]]);
+    expect(after.length).toBe(before.length - 1);
+    expect(run.summary).toMatchObject({ resolved: 1, new: 0, open: before.length - 1, previousRunId: runId });
+    expect(after.every((f) => f.change === 'open')).toBe(true);
+  });
+
+  it('completes a run whose worker is SIGKILLed mid-run with the same discrepancies as an undisturbed run', async () => {
+    const undisturbed = await t.findings(correctedRunId);
+    const crashedRunId = await t.run(studyId, ruleSetId);
+    await waitFor(async () => {
+      const task = await t.json('GET', `/tasks/${crashedRunId}`);
+      return task.succeeded >= 40 && task.succeeded < 250;
+    }, { timeoutMs: 120_000, intervalMs: 50, message: 'the run to be under way' });
+    workers[0]!.kill('SIGKILL');
+    await workers[0]!.exited;
+    await t.waitRun(crashedRunId, 180_000);
+    const task = await t.json('GET', `/tasks/${crashedRunId}`);
+    expect({ total: task.total, succeeded: task.succeeded, failed: task.failed }).toEqual({ total: 306, succeeded: 306, failed: 0 });
+    const crashed = await t.findings(crashedRunId);
+    const key = (f: any) => `${f.key} ${f.ruleId} ${f.subject} ${f.dataset}:${f.recno} ${f.values.join('|')}`;
+    expect(crashed.length).toBe(undisturbed.length);
+    expect(crashed.map(key).sort()).toEqual(undisturbed.map(key).sort());
   });
 });

@@ -1,0 +1,118 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATA, qcTest, type QcTest } from './harness.ts';
+
+const PROJECT = join(DATA, 'redcap', 'clinical-trial-1');
+
+/** REDCap's rules A-E and G computed here from the CSV files alone, without the app's code. */
+function independentCounts(records: Record<string, string>[], dictionary: Record<string, string>[]) {
+  const fields = dictionary.map((d) => ({
+    name: d['Variable / Field Name']!,
+    type: d['Field Type']!,
+    choices: (d['Choices, Calculations, OR Slider Labels'] ?? '').split('|').map((c) => c.split(',')[0]!.trim()).filter(Boolean),
+    validation: d['Text Validation Type OR Show Slider Number'] ?? '',
+    min: d['Text Validation Min'] ?? '',
+    max: d['Text Validation Max'] ?? '',
+    required: (d['Required Field?'] ?? '').toLowerCase() === 'y',
+    branching: d['Branching Logic (Show field only if...)'] ?? '',
+  }));
+  const checked = fields.slice(1).filter((f) => !['descriptive', 'calc', 'checkbox', 'file'].includes(f.type) && !f.branching);
+  const formats: Record<string, RegExp> = { integer: /^[-+]?\d+$/, number: /^[-+]?(\d+\.?\d*|\.\d+)$/, date_ymd: /^\d{4}-\d{2}-\d{2}$/ };
+  const isDate = (v: string) => formats.date_ymd!.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
+  const valid = (f: (typeof fields)[number], v: string) => (f.validation === 'date_ymd' ? isDate(v) : formats[f.validation]!.test(v));
+  const counts = { A: 0, B: 0, C: 0, D: 0, E: 0, G: 0 };
+  for (const r of records) {
+    for (const f of checked) {
+      const v = (r[f.name] ?? '').trim();
+      if (v === '') {
+        counts.A++;
+        if (f.required) counts.B++;
+        continue;
+      }
+      if (f.type === 'text' && f.validation in formats) {
+        if (!valid(f, v)) counts.C++;
+        else if (f.min !== '' || f.max !== '') {
+          const below = f.validation === 'date_ymd' ? f.min !== '' && v < f.min : f.min !== '' && Number(v) < Number(f.min);
+          const above = f.validation === 'date_ymd' ? f.max !== '' && v > f.max : f.max !== '' && Number(v) > Number(f.max);
+          if (below || above) counts.D++;
+        }
+      }
+      if (['radio', 'dropdown'].includes(f.type) && !f.choices.includes(v)) counts.G++;
+    }
+  }
+  for (const f of fields.filter((x) => x.type === 'text' && ['integer', 'number'].includes(x.validation))) {
+    const xs = records.map((r) => (r[f.name] ?? '').trim()).filter((v) => formats.number!.test(v)).map(Number);
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1));
+    counts.E += xs.filter((x) => Math.abs(x - mean) > 2 * sd).length;
+  }
+  return counts;
+}
+
+const RULES = `name: REDCap data quality
+generate:
+  - from: redcap
+    checks: [A, B, C, D, E, G]
+`;
+
+describe('a REDCap project: the data quality rules A-E and G', () => {
+  let t: QcTest;
+  const dictionaryCsv = readFileSync(join(PROJECT, 'dictionary.csv'));
+  const dataCsv = readFileSync(join(PROJECT, 'data.csv'), 'utf8');
+  const dictionary = parse(dictionaryCsv, { columns: true }) as Record<string, string>[];
+
+  beforeAll(async () => {
+    t = await qcTest();
+    await t.api();
+    await t.workers(2);
+  }, 120_000);
+
+  afterAll(async () => {
+    await t?.[Symbol.asyncDispose]();
+  });
+
+  const runProject = async (name: string, csv: string) => {
+    const studyId = await t.study(name, 'redcap');
+    expect((await t.upload(studyId, 'dictionary.csv', dictionaryCsv, { kind: 'dictionary' })).status).toBe(201);
+    const res = await t.upload(studyId, 'data.csv', new TextEncoder().encode(csv), { kind: 'records' });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const runId = await t.run(studyId, await t.ruleSet(studyId, RULES));
+    await t.waitRun(runId);
+    const rules = await t.rules(runId);
+    const count = (letter: string) => [...rules].filter(([id]) => id.startsWith(`REDCAP-${letter}-`)).reduce((n, [, r]) => n + r.issues, 0);
+    for (const [, r] of rules) expect(r.status, r.reason ?? '').not.toBe('error');
+    return { runId, counts: { A: count('A'), B: count('B'), C: count('C'), D: count('D'), E: count('E'), G: count('G') } };
+  };
+
+  it('counts on the 500-record clinical trial what an independent computation counts', async () => {
+    const { runId, counts } = await runProject('clinical-trial-1', dataCsv);
+    const task = await t.json('GET', `/tasks/${runId}`);
+    expect(task.total).toBe(500);
+    expect(counts).toEqual(independentCounts(parse(dataCsv, { columns: true }), dictionary));
+    expect(counts.E).toBeGreaterThan(0);
+  });
+
+  it('counts blanks, wrong types, out-of-range values and invalid choices planted in a copy', async () => {
+    const records = parse(dataCsv, { columns: true }) as Record<string, string>[];
+    const plant: [number, string, string][] = [
+      [0, 'height', ''],
+      [1, 'weight', 'abc'],
+      [2, 'weight', '400'],
+      [3, 'race', '9'],
+      [4, 'dob', '1899-12-31'],
+      [5, 'dob', '31/12/1980'],
+      [6, 'email', ''],
+      [7, 'gender', '2'],
+      [8, 'height', '-5'],
+    ];
+    for (const [i, field, value] of plant) records[i]![field] = value;
+    const header = Object.keys(records[0]!);
+    const csv = [header.join(','), ...records.map((r) => header.map((h) => `"${r[h]!.replace(/"/g, '""')}"`).join(','))].join('\n') + '\n';
+    const { counts } = await runProject('clinical-trial-1 (planted errors)', csv);
+    const expected = independentCounts(records, dictionary);
+    expect(counts).toEqual(expected);
+    expect(expected).toMatchObject({ A: 2, C: 2, D: 3, G: 2 });
+  });
+});

@@ -6,6 +6,9 @@ import { llmConfigOf, llmEnv } from '@fanout/llm';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { qcRun } from './definition.ts';
 import { agentReview } from './review/agent-review.ts';
+import { discrepancyRoutes } from './routes/discrepancies.ts';
+import { queryRoutes } from './routes/queries.ts';
+import { reportRoutes } from './routes/reports.ts';
 import { runRoutes } from './routes/runs.ts';
 import { ruleSetRoutes } from './routes/rule-sets.ts';
 import { studyRoutes } from './routes/studies.ts';
@@ -38,6 +41,9 @@ export default defineApp({
     ...studyRoutes(services),
     ...ruleSetRoutes(services),
     ...runRoutes({ pool: services.pool, fanout, definition: services.definition }),
+    ...discrepancyRoutes(services),
+    ...queryRoutes(services),
+    ...reportRoutes(services),
   ],
   console: {
     newTask: {

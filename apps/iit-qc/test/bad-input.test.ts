@@ -32,12 +32,12 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     const ae = readFileSync(join(PILOT, 'ae.xpt'));
     const truncated = await t.upload(studyId, 'ae.xpt', ae.subarray(0, 200_000 + 37));
     expect(truncated.status).toBe(400);
-    const body = await truncated.json();
+    const body = (await truncated.json()) as any;
     expect(body.error.message).toMatch(/corrupt SAS transport file: .*(truncated|mid-record|incomplete)/);
     expect(body.error.issues[0]).toMatchObject({ field: 'body.file' });
     const garbage = await t.upload(studyId, 'dm.xpt', new TextEncoder().encode('USUBJID,AGE\n1,2\n'.repeat(100)));
     expect(garbage.status).toBe(400);
-    expect((await garbage.json()).error.message).toMatch(/not a SAS transport \(XPORT v5\) file/);
+    expect(((await garbage.json()) as any).error.message).toMatch(/not a SAS transport \(XPORT v5\) file/);
     // A corrupt record deep inside: the header is fine, the data ends mid-observation.
     const damaged = Buffer.from(ae);
     const tail = damaged.subarray(0, damaged.length - 80 * 3 - 11);
@@ -49,12 +49,12 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
   it('refuses a CSV with a wrong header, and one with a malformed line', async () => {
     const wrong = await t.upload(studyId, 'ae.csv', new TextEncoder().encode('STUDYID,Subject Id,AETERM\nX,01-701-1015,HEADACHE\n'));
     expect(wrong.status).toBe(400);
-    expect((await wrong.json()).error).toMatchObject({ code: 'invalid_file', message: expect.stringContaining('"Subject Id" (column 2) is not an SDTM variable name') });
+    expect(((await wrong.json()) as any).error).toMatchObject({ code: 'invalid_file', message: expect.stringContaining('"Subject Id" (column 2) is not an SDTM variable name') });
     const noSubject = await t.upload(studyId, 'ae.csv', new TextEncoder().encode('STUDYID,AETERM\nX,HEADACHE\n'));
-    expect((await noSubject.json()).error.message).toContain('no USUBJID column');
+    expect(((await noSubject.json()) as any).error.message).toContain('no USUBJID column');
     const ragged = await t.upload(studyId, 'ae.csv', new TextEncoder().encode('STUDYID,USUBJID,AETERM\nX,1,A\nX,2\n'));
     expect(ragged.status).toBe(400);
-    expect((await ragged.json()).error.message).toMatch(/not a readable CSV file \(line 3\)/);
+    expect(((await ragged.json()) as any).error.message).toMatch(/not a readable CSV file \(line 3\)/);
     expect(await stored()).toBe(1);
   });
 
@@ -63,7 +63,7 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
       body: { source: 'name: broken\nrules:\n  - id: AE07\n    scope: AE\n    level: record\n    severity: error\n    message: start after end\n    condition: |\n      dateAfter(row.AESTDTC, row.AEENDTC) &&\n        && true\n' },
     });
     expect(res.status).toBe(400);
-    const { error } = await res.json();
+    const { error } = (await res.json()) as any;
     expect(error.code).toBe('invalid_rule_set');
     expect(error.issues[0]).toMatchObject({ field: 'body.rules.0.condition', rule: 'cel_error' });
     expect(error.issues[0].message).toMatch(/^rule AE07: .+ at line 2, column 3 \(file line 10\)$/);
@@ -75,7 +75,7 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
       body: { source: 'name: typo\nrules:\n  - id: XX1\n    scope: AEE\n    level: record\n    severity: error\n    message: m\n    condition: row.A == "x"\n' },
     });
     expect(res.status).toBe(400);
-    const { error } = await res.json();
+    const { error } = (await res.json()) as any;
     expect(error.issues).toEqual([{ field: 'body.rules.0.scope', rule: 'unknown_domain', message: 'rule XX1: unknown SDTM domain "AEE"' }]);
   });
 

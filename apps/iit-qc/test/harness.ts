@@ -56,7 +56,7 @@ export async function qcTest(env: Record<string, string | number> = {}): Promise
         async () => {
           const res = await t.call('GET', `/runs/${runId}`);
           if (!res.ok) return undefined;
-          const run = await res.json();
+          const run = (await res.json()) as any;
           return run.stage === 'done' ? run : undefined;
         },
         { timeoutMs, intervalMs: 200, message: `run ${runId} to finish` },

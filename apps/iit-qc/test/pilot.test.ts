@@ -95,7 +95,7 @@ describe('the CDISC pilot study against its Pinnacle 21 report', () => {
     const quote = (v: unknown) => `"${v === null ? '' : String(v).replace(/"/g, '""')}"`;
     const lines = [dm.columns.map((c) => c.name).join(',')];
     for await (const row of dm.rows()) {
-      if (row.USUBJID === target.subject) row.ACTARMCD = row.ARMCD;
+      if (row.USUBJID === target.subject) row.ACTARMCD = row.ARMCD ?? null;
       lines.push(dm.columns.map((c) => quote(row[c.name])).join(','));
     }
     const res = await t.upload(studyId, 'dm.csv', new TextEncoder().encode(lines.join('\n') + '\n'));

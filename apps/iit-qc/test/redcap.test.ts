@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
+import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATA, qcTest, type QcTest } from './harness.ts';
 
@@ -83,7 +84,7 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     const rules = await t.rules(runId);
     const count = (letter: string) => [...rules].filter(([id]) => id.startsWith(`REDCAP-${letter}-`)).reduce((n, [, r]) => n + r.issues, 0);
     for (const [, r] of rules) expect(r.status, r.reason ?? '').not.toBe('error');
-    return { runId, counts: { A: count('A'), B: count('B'), C: count('C'), D: count('D'), E: count('E'), G: count('G') } };
+    return { studyId, runId, counts: { A: count('A'), B: count('B'), C: count('C'), D: count('D'), E: count('E'), G: count('G') } };
   };
 
   it('counts on the 500-record clinical trial what an independent computation counts', async () => {
@@ -114,5 +115,47 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     const expected = independentCounts(records, dictionary);
     expect(counts).toEqual(expected);
     expect(expected).toMatchObject({ A: 2, C: 2, D: 3, G: 2 });
+  });
+
+  it('keeps an exclusion in later runs, tracks a query through its statuses, and writes the report', async () => {
+    const { studyId, runId } = await runProject('clinical-trial-1 (queries)', dataCsv);
+    const outliers = (await t.json('GET', `/studies/${studyId}/discrepancies?rule=REDCAP-E-demographics&status=open`)).discrepancies;
+    expect(outliers.length).toBeGreaterThan(1);
+    const [excluded, queried] = outliers;
+    const ex = await t.json('POST', `/studies/${studyId}/discrepancies/${excluded.key}/exclusion`, { text: 'confirmed with the site: a real value' });
+    expect(ex).toMatchObject({ excluded: true, exclusionReason: 'confirmed with the site: a real value' });
+    const q = await t.json('POST', `/studies/${studyId}/queries`, { key: queried.key, text: 'Please confirm this weight.' });
+    expect(q.status).toBe('OPEN');
+    expect((await t.json('POST', `/queries/${q.id}/answer`, { text: 'Confirmed on the source document.' })).status).toBe('ANSWERED');
+    const closed = await t.json('POST', `/queries/${q.id}/close`, { text: 'Thanks.' });
+    expect(closed.status).toBe('CLOSED');
+    expect(closed.history.map((h: any) => [h.action, h.status, h.by, h.text])).toEqual([
+      ['open', 'OPEN', 'team-a', 'Please confirm this weight.'],
+      ['answer', 'ANSWERED', 'team-a', 'Confirmed on the source document.'],
+      ['close', 'CLOSED', 'team-a', 'Thanks.'],
+    ]);
+    expect((await t.call('POST', `/queries/${q.id}/answer`, { body: { text: 'again' } })).status).toBe(409);
+    // Another tenant sees none of it.
+    expect((await t.call('GET', `/queries/${q.id}`, { token: 'token-b' })).status).toBe(404);
+    expect((await t.call('GET', `/studies/${studyId}/discrepancies`, { token: 'token-b' })).status).toBe(404);
+
+    const ruleSetId = (await t.json('GET', `/runs/${runId}`)).ruleSetId;
+    const second = await t.run(studyId, ruleSetId);
+    const run = await t.waitRun(second);
+    const before = (await t.rules(runId)).get('REDCAP-E-demographics')!;
+    const after = (await t.rules(second)).get('REDCAP-E-demographics')!;
+    expect({ issues: after.issues, excluded: (after as any).excluded }).toEqual({ issues: before.issues - 1, excluded: 1 });
+    expect(run.summary).toMatchObject({ new: 0, resolved: 0, excluded: 1 });
+    expect((await t.findings(second, { status: 'excluded' })).map((f) => f.key)).toEqual([excluded.key]);
+
+    const json = await t.json('GET', `/runs/${second}/report.json`);
+    expect(json.rules.find((r: any) => r.ruleId === 'REDCAP-E-demographics')).toMatchObject({ status: 'issues', issues: before.issues - 1 });
+    expect(json.details.length).toBe(before.issues);
+    const xlsx = await t.call('GET', `/runs/${second}/report.xlsx`);
+    expect(xlsx.status).toBe(200);
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.load(Buffer.from(await xlsx.arrayBuffer()) as any);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Dataset Summary', 'Issue Summary', 'Details', 'Rules']);
+    expect(wb.getWorksheet('Details')!.rowCount).toBe(before.issues + 1);
   });
 });

@@ -2,10 +2,12 @@
 // and what a local run starts. The fan-out itself is in definition.ts.
 import { join } from 'node:path';
 import { defineApp, intVar, stringVar } from '@fanout/kit';
-import { llmConfigOf, llmEnv } from '@fanout/llm';
+import { llmConfigOf, llmEnv, startSimulatedLlm } from '@fanout/llm';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { qcRun } from './definition.ts';
 import { agentReview } from './review/agent-review.ts';
+import { offlineReview } from './review/offline-reviewer.ts';
+import { seedSamples } from './sample/seed.ts';
 import { discrepancyRoutes } from './routes/discrepancies.ts';
 import { queryRoutes } from './routes/queries.ts';
 import { reportRoutes } from './routes/reports.ts';
@@ -61,5 +63,16 @@ export default defineApp({
       { label: 'Findings', path: 'result.findings', format: 'number' },
     ],
   },
-  local: { port: 3001 },
+  local: {
+    port: 3001,
+    seed: ({ services }, tenant) => seedSamples(services.pool, tenant, services),
+    // Unless a model is configured, a simulated one answers the agent review (deterministically),
+    // with the latency, 429s and 503s of a real provider. The ASL app's local run may start one too:
+    // each app's calls still count against the same shared limits.
+    async services() {
+      if (process.env.FANOUT_LLM_BASE_URL) return [];
+      const llm = await startSimulatedLlm({ answer: offlineReview, latencyMs: 300 });
+      return [{ env: { FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm' }, describe: `LLM:      simulated at ${llm.baseUrl} for the agent review`, close: llm.close }];
+    },
+  },
 });

@@ -181,6 +181,9 @@ export async function importUpload(pool: pg.Pool, study: Study, file: ReceivedFi
       stored.push({ id: d.id, name, domain, format: kind, version: d.version, records: recno, sha256: file.sha256 });
     }
     await client.query('COMMIT');
+    // A large load changes the table's statistics: without fresh ones the planner may scan the whole
+    // table for each subject of the next run (autovacuum's analyze comes later, on its own schedule).
+    if (stored.reduce((n, d) => n + d.records, 0) >= 10_000) await client.query('ANALYZE qc_record');
     // The file itself is kept, by its hash, beside the parsed tables.
     await mkdir(options.storageDir, { recursive: true });
     await rename(file.path, join(options.storageDir, file.sha256));

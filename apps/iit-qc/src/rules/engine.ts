@@ -145,8 +145,10 @@ export function evaluateSubject(rules: readonly CompiledRuleSpec[], data: Subjec
     const scopes = rule.scope === '*' ? [...byDomain.keys()] : rule.scope.split(',').map((s) => s.trim());
     const shownVariables = requiredOf(rule).variables;
     const vars: Record<string, unknown> = { row: null, subject: data.subjectRow, domains, trial, params, dataset: '', field: '', value: null };
+    const onlyDatasets = rule.datasets ? new Set(rule.datasets) : null;
     for (const scope of scopes) {
       for (const record of byDomain.get(scope) ?? []) {
+        if (onlyDatasets && !onlyDatasets.has(record.dataset)) continue;
         vars.row = record.row;
         vars.dataset = record.dataset;
         vars.field = '';

@@ -16,13 +16,15 @@ export function defineRules(define: DefineMetadata, options: { checks: string[];
   const checks = new Set(options.checks);
   for (const dataset of define.datasets) {
     const scope = dataset.domain;
-    const onlyThisDataset = dataset.name === dataset.domain ? '' : `dataset == "${dataset.name}" && `;
+    // A split domain (LB as LBCH, LBHE, LBUR) has its variables described per dataset.
+    const only = dataset.name === dataset.domain ? {} : { datasets: [dataset.name] };
     if (checks.has('codelist')) {
       const withList = dataset.variables.filter((v) => v.codelist && define.codelists[v.codelist]?.values.length);
       if (withList.length > 0) {
         rules.push({
           id: `DEF-CL-${dataset.name}`,
           scope,
+          ...only,
           level: 'record',
           kind: 'cel',
           severity: options.severity ?? 'warning',
@@ -30,7 +32,7 @@ export function defineRules(define: DefineMetadata, options: { checks: string[];
           references: { define: 'CodeListRef' },
           each: withList.map((v) => v.name),
           params: { codelists: Object.fromEntries(withList.map((v) => [v.name, define.codelists[v.codelist!]!.values])) },
-          condition: `${onlyThisDataset}!isBlank(value) && !inList(value, params.codelists[field])`,
+          condition: `!isBlank(value) && !inList(value, params.codelists[field])`,
         });
       }
     }
@@ -40,13 +42,14 @@ export function defineRules(define: DefineMetadata, options: { checks: string[];
         rules.push({
           id: `DEF-REQ-${dataset.name}`,
           scope,
+          ...only,
           level: 'record',
           kind: 'cel',
           severity: options.severity ?? 'error',
           message: `Mandatory variable is blank (define.xml, ${dataset.name})`,
           references: { define: 'Mandatory' },
           each: mandatory.map((v) => v.name),
-          condition: `${onlyThisDataset}isBlank(value)`,
+          condition: `isBlank(value)`,
         });
       }
     }
@@ -56,6 +59,7 @@ export function defineRules(define: DefineMetadata, options: { checks: string[];
         rules.push({
           id: `DEF-LEN-${dataset.name}`,
           scope,
+          ...only,
           level: 'record',
           kind: 'cel',
           severity: options.severity ?? 'warning',
@@ -63,7 +67,7 @@ export function defineRules(define: DefineMetadata, options: { checks: string[];
           references: { define: 'Length' },
           each: sized.map((v) => v.name),
           params: { lengths: Object.fromEntries(sized.map((v) => [v.name, v.length])) },
-          condition: `${onlyThisDataset}longerThan(value, params.lengths[field])`,
+          condition: `longerThan(value, params.lengths[field])`,
         });
       }
     }

@@ -21,6 +21,8 @@ export const ruleSpec = z
     description: z.string().max(4000).optional(),
     /** The same check in other tools: `{ p21: SD0021 }`, `{ redcap: A }`. */
     references: z.record(z.string(), z.string()).optional(),
+    /** Only these datasets of the scope (LBCH of LB), when a rule is about one file of a split domain. */
+    datasets: z.array(z.string().regex(/^[A-Z][A-Z0-9]{0,7}$/)).min(1).max(100).optional(),
     /** Evaluate once per listed variable: the condition sees `field` and `value`. */
     each: z.array(variable).min(1).max(2000).optional(),
     /** Variables the rule needs; a study without them skips the rule (found in `row.X` too). */

@@ -44,7 +44,7 @@ export const ruleSpec = z
     if (rule.kind === 'llm' && (!rule.prompt || !rule.show)) ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'an llm rule needs a prompt and the variables to show (show)' });
     if (rule.kind === 'llm' && rule.level !== 'subject') ctx.addIssue({ code: 'custom', path: ['level'], message: 'an llm rule reviews a subject\u2019s records: level subject' });
     const p = rule.params ?? {};
-    if (rule.kind === 'unique' && !Array.isArray(p.keys)) ctx.addIssue({ code: 'custom', path: ['params', 'keys'], message: 'a unique rule needs params.keys (the variables that must be unique together)' });
+    if (rule.kind === 'unique' && (!Array.isArray(p.keys) || p.keys.length < 1 || p.keys.length > 6)) ctx.addIssue({ code: 'custom', path: ['params', 'keys'], message: 'a unique rule needs params.keys: one to six variables that must be unique together' });
     if (rule.kind === 'consistent' && (typeof p.key !== 'string' || typeof p.value !== 'string')) ctx.addIssue({ code: 'custom', path: ['params'], message: 'a consistent rule needs params.key and params.value (one value per key)' });
     if (rule.kind === 'outlier' && !rule.each && typeof p.variable !== 'string') ctx.addIssue({ code: 'custom', path: ['params', 'variable'], message: 'an outlier rule needs params.variable or each' });
   });

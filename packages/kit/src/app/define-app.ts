@@ -1,4 +1,4 @@
-import type { ColumnSpec, NewTaskPanel } from '@fanout/console';
+import type { ColumnSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } from '@fanout/console';
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
@@ -30,11 +30,17 @@ export interface AppContext<P extends AppPrismaClient, E extends EnvShape, S ext
   services: S;
 }
 
-/** The app's part of the operator console: its "new task" panel and result columns. */
+/** The app's part of the operator console: its "new task" panel, result columns, panels, buttons and pages. */
 export interface AppConsole {
   newTask: NewTaskPanel;
   /** The app's columns in the item table (dotted paths into an item: `snapshot.filename`). */
   columns?: ColumnSpec[];
+  /** Tables of the app's own data on a task's page, fed by its routes (`{id}`: the task). */
+  detailPanels?: TablePanel[];
+  /** Buttons of the app's own on a task's page (publish, discard…). */
+  taskActions?: TaskActionSpec[];
+  /** Pages of the app's own in the console's navigation. */
+  pages?: PageSpec[];
 }
 
 /** Something a local run starts beside the app (e.g. a simulated LLM endpoint). */

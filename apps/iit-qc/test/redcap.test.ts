@@ -148,6 +148,24 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     expect(run.summary).toMatchObject({ new: 0, resolved: 0, excluded: 1 });
     expect((await t.findings(second, { status: 'excluded' })).map((f) => f.key)).toEqual([excluded.key]);
 
+    // The console's views of the run.
+    const changes = (await t.json('GET', `/runs/${second}/changes`)).changes;
+    expect(changes.find((ch: any) => ch.ruleId === 'REDCAP-E-demographics')).toEqual({ ruleId: 'REDCAP-E-demographics', new: 0, open: before.issues - 1, resolved: 0 });
+    const sites = (await t.json('GET', `/runs/${second}/sites`)).sites;
+    expect(sites).toEqual([{ site: '(none)', issues: before.issues - 1, subjects: expect.any(Number), new: 0, excluded: 1 }]);
+    const cells = (await t.json('GET', `/runs/${second}/subject-rules?subject=${queried.subject}`)).cells;
+    expect(cells).toEqual([{ subject: queried.subject, site: null, ruleId: 'REDCAP-E-demographics', issues: expect.any(Number), severity: 'warning' }]);
+    const records = (await t.json('GET', `/runs/${second}/records?subject=${queried.subject}`)).records;
+    expect(records.length).toBe(1);
+    expect(JSON.parse(records[0].values).record_id).toBe(queried.subject);
+    const pageOne = await t.json('GET', `/runs/${second}/findings?limit=2`);
+    expect(pageOne.findings.length).toBe(2);
+    const pageTwo = await t.json('GET', `/runs/${second}/findings?limit=2&cursor=${pageOne.nextCursor}`);
+    expect(pageTwo.findings[0].key).not.toBe(pageOne.findings[1].key);
+    const viaPath = await t.json('POST', `/studies/${studyId}/discrepancies/${outliers[2].key}/queries`, { text: 'From the console.' });
+    expect(viaPath).toMatchObject({ status: 'OPEN', discrepancyKey: outliers[2].key });
+    expect((await t.json('GET', '/queries?status=OPEN')).queries.map((x: any) => x.id)).toContain(viaPath.id);
+
     const json = await t.json('GET', `/runs/${second}/report.json`);
     expect(json.rules.find((r: any) => r.ruleId === 'REDCAP-E-demographics')).toMatchObject({ status: 'issues', issues: before.issues - 1 });
     expect(json.details.length).toBe(before.issues);

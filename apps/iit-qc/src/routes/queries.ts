@@ -55,6 +55,24 @@ export function queryRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
     const history = await pool.query('SELECT * FROM qc_query_event WHERE query_id = $1 ORDER BY at, id', [id]);
     return view(rows[0], history.rows);
   };
+  const openQuery = async (c: Parameters<RouteSpec['handler']>[0], studyId: string, key: string, text: string) => {
+    const study = await ownedStudy(pool, c, studyId);
+    const d = await pool.query('SELECT key FROM qc_discrepancy WHERE study_id = $1 AND key = $2', [study.id, key]);
+    if (!d.rows[0]) throw new HttpError(404, 'not_found', `discrepancy ${key} not found`, [{ field: 'key', rule: 'not_found', message: 'no such discrepancy in this study' }]);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query("INSERT INTO qc_query (id, study_id, tenant, discrepancy_key, status, opened_by) VALUES (gen_random_uuid(), $1, $2, $3, 'OPEN', $4) RETURNING id", [study.id, study.tenant, key, tenantOf(c)]);
+      await client.query("INSERT INTO qc_query_event (id, query_id, action, status, by, text) VALUES (gen_random_uuid(), $1, 'open', 'OPEN', $2, $3)", [rows[0].id, tenantOf(c), text]);
+      await client.query('COMMIT');
+      return c.json(await load(c, rows[0].id), 201);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
   return [
     route({
       method: 'post',
@@ -64,22 +82,18 @@ export function queryRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       body: z.object({ key: z.string().regex(/^[0-9a-f]{32}$/, { error: 'must be a discrepancy key' }), text: z.string().trim().min(1).max(4000) }).strict(),
       responses: { 201: querySchema },
       async handler(c, { params, body }) {
-        const study = await ownedStudy(pool, c, params.id);
-        const d = await pool.query('SELECT key FROM qc_discrepancy WHERE study_id = $1 AND key = $2', [study.id, body.key]);
-        if (!d.rows[0]) throw new HttpError(404, 'not_found', `body.key: discrepancy ${body.key} not found`, [{ field: 'body.key', rule: 'not_found', message: 'no such discrepancy in this study' }]);
-        const client = await pool.connect();
-        try {
-          await client.query('BEGIN');
-          const { rows } = await client.query("INSERT INTO qc_query (id, study_id, tenant, discrepancy_key, status, opened_by) VALUES (gen_random_uuid(), $1, $2, $3, 'OPEN', $4) RETURNING id", [study.id, study.tenant, body.key, tenantOf(c)]);
-          await client.query("INSERT INTO qc_query_event (id, query_id, action, status, by, text) VALUES (gen_random_uuid(), $1, 'open', 'OPEN', $2, $3)", [rows[0].id, tenantOf(c), body.text]);
-          await client.query('COMMIT');
-          return c.json(await load(c, rows[0].id), 201);
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw error;
-        } finally {
-          client.release();
-        }
+        return openQuery(c, params.id, body.key, body.text);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/studies/:id/discrepancies/:key/queries',
+      summary: 'Open a query on a discrepancy ({ text }): the same as POST /studies/:id/queries with the key in the path',
+      params: z.object({ id: z.uuid(), key: z.string().regex(/^[0-9a-f]{32}$/, { error: 'must be a discrepancy key' }) }),
+      body: z.object({ text: z.string().trim().min(1).max(4000) }).strict(),
+      responses: { 201: querySchema },
+      async handler(c, { params, body }) {
+        return openQuery(c, params.id, params.key, body.text);
       },
     }),
     route({

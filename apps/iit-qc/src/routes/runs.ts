@@ -46,6 +46,7 @@ const findingSchema = z.object({
   severity: z.string(),
   change: z.string().nullable(),
   excluded: z.boolean(),
+  studyId: z.uuid(),
 });
 
 export const findingView = (f: Record<string, any>) => ({
@@ -63,6 +64,7 @@ export const findingView = (f: Record<string, any>) => ({
   severity: f.severity,
   change: f.change,
   excluded: f.excluded,
+  studyId: f.study_id,
 });
 
 const findingsQuery = z
@@ -149,7 +151,7 @@ export function runRoutes({ pool, fanout, definition }: { pool: pg.Pool; fanout:
       async handler(c, { params, query }) {
         const run = await ownedRun(pool, c, params.id);
         const { rows } = await pool.query(
-          `SELECT f.*, row_number() OVER (ORDER BY f.rule_id, f.subject NULLS FIRST, f.dataset, f.recno, f.key) AS pos FROM qc_finding f
+          `SELECT f.*, r.study_id, row_number() OVER (ORDER BY f.rule_id, f.subject NULLS FIRST, f.dataset, f.recno, f.key) AS pos FROM qc_finding f JOIN qc_run r ON r.task_id = f.run_id
            WHERE f.run_id = $1 AND ($2::text IS NULL OR f.rule_id = $2) AND ($3::text IS NULL OR f.subject = $3) AND ($4::text IS NULL OR f.site = $4)
              AND ($5::text IS NULL OR ($5 = 'excluded' AND f.excluded) OR (f.change = $5 AND NOT f.excluded))
            ORDER BY pos OFFSET $6 LIMIT $7`,

@@ -85,5 +85,5 @@ describe('agent review: rules of kind llm ask the platform model about a subject
     expect(inFlight.max).toBeLessThanOrEqual(3);
     const task = await t.json('GET', `/tasks/${runId}`);
     expect(task.failed).toBe(0);
-  });
+  }, 180_000);
 });

@@ -109,7 +109,7 @@ describe('the CDISC pilot study against its Pinnacle 21 report', () => {
     expect(after.length).toBe(before.length - 1);
     expect(run.summary).toMatchObject({ resolved: 1, new: 0, open: before.length - 1, previousRunId: runId });
     expect(after.every((f) => f.change === 'open')).toBe(true);
-  });
+  }, 300_000);
 
   it('completes a run whose worker is SIGKILLed mid-run with the same discrepancies as an undisturbed run', async () => {
     const undisturbed = await t.findings(correctedRunId);
@@ -127,5 +127,5 @@ describe('the CDISC pilot study against its Pinnacle 21 report', () => {
     const key = (f: any) => `${f.key} ${f.ruleId} ${f.subject} ${f.dataset}:${f.recno} ${f.values.join('|')}`;
     expect(crashed.length).toBe(undisturbed.length);
     expect(crashed.map(key).sort()).toEqual(undisturbed.map(key).sort());
-  });
+  }, 300_000);
 });

@@ -93,7 +93,7 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     expect(task.total).toBe(500);
     expect(counts).toEqual(independentCounts(parse(dataCsv, { columns: true }), dictionary));
     expect(counts.E).toBeGreaterThan(0);
-  });
+  }, 180_000);
 
   it('counts blanks, wrong types, out-of-range values and invalid choices planted in a copy', async () => {
     const records = parse(dataCsv, { columns: true }) as Record<string, string>[];
@@ -115,7 +115,7 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     const expected = independentCounts(records, dictionary);
     expect(counts).toEqual(expected);
     expect(expected).toMatchObject({ A: 2, C: 2, D: 3, G: 2 });
-  });
+  }, 180_000);
 
   it('keeps an exclusion in later runs, tracks a query through its statuses, and writes the report', async () => {
     const { studyId, runId } = await runProject('clinical-trial-1 (queries)', dataCsv);
@@ -175,5 +175,5 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     await wb.xlsx.load(Buffer.from(await xlsx.arrayBuffer()) as any);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Dataset Summary', 'Issue Summary', 'Details', 'Rules']);
     expect(wb.getWorksheet('Details')!.rowCount).toBe(before.issues + 1);
-  });
+  }, 240_000);
 });

@@ -39,7 +39,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
   });
   let services: S;
   try {
-    services = await app.setup({ prisma: db.prisma, env, logger, role });
+    services = await app.setup({ prisma: db.prisma, pool: db.pool, env, logger, role });
   } catch (error) {
     await db.close();
     throw error;
@@ -63,7 +63,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
   });
-  const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
+  const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>
     (closing ??= (async () => {

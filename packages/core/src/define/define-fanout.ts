@@ -211,7 +211,8 @@ export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends
   return {
     ...definition,
     managerQueue: `${definition.name}_manager`,
-    childQueue: `${definition.name}_child`,
+    // The scheduler's jobs (before the scheduler, `<name>_child` held one job per item).
+    childQueue: `${definition.name}_items`,
     deadLetterQueue: `${definition.name}_child_dead`,
     resolved,
   };

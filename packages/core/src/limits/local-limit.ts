@@ -44,6 +44,26 @@ export class LocalLimit {
     });
   }
 
+  /**
+   * Waits for one slot (FIFO, like `acquire`), then takes as many more as are free at once, up to
+   * `max` in all; resolves with how many it holds (release each).
+   */
+  async acquireSome(max: number, signal?: AbortSignal): Promise<number> {
+    await this.acquire(signal);
+    let held = 1;
+    while (held < max && this.#active < this.limit && this.#waiters.length === 0) {
+      this.#active++;
+      held++;
+    }
+    return held;
+  }
+
+  /** Resolves once a slot is free (without taking it). */
+  async whenFree(signal?: AbortSignal): Promise<void> {
+    await this.acquire(signal);
+    this.release();
+  }
+
   release(): void {
     const next = this.#waiters.shift();
     if (next) {

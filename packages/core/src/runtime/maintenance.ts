@@ -27,14 +27,14 @@ export interface MaintenanceSettings {
  * - reconcile idle tasks: counters recomputed from item rows, the task finished if all are
  *   settled; a task whose manager job is gone for good is stopped, and stray pending items of a
  *   stopping task are cancelled;
- * - requeue orphaned items: pending items of a quiet running task get jobs again when none is queued;
+ * - requeue orphaned items: a quiet running task with pending items gets its tenant's jobs topped up;
  * - announce missed endings: a task that ended without its ending being delivered gets it again;
  * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
   const { store } = ctx;
   for (;;) {
-    const recovered = await store.recoverLapsedItems(500, ctx.enqueueChildren);
+    const recovered = await store.recoverLapsedItems(500, ctx.enqueueWork);
     ctx.stats.recoveries.lapsedRequeued += recovered.requeued;
     ctx.stats.recoveries.lapsedFailed += recovered.failed.settled.length;
     if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {
@@ -65,9 +65,9 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
       if (stopped) ctx.announceTask(stopped.task);
       continue;
     }
-    // A running task that went quiet with pending items but no queued job (jobs dead-lettered
-    // during a database outage, or deleted by hand): give those items jobs again.
-    if (result.task.status === 'running' && result.task.dispatched) ctx.stats.recoveries.orphansRequeued += await ctx.requeueOrphans(result.task);
+    // A running task that went quiet with pending items (its tenant's jobs dead-lettered during a
+    // database outage, lost with a crashed worker, or deleted by hand): top its tenant's jobs up.
+    if (result.task.status === 'running' && result.task.dispatched && (await ctx.requeueOrphans(result.task))) ctx.stats.recoveries.orphansRequeued++;
     // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
     // requeue put back after the stop, so the task can end.
     if (result.task.status === 'stopping') {

@@ -40,10 +40,10 @@ async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, siz
 }
 
 /**
- * The manager: lists the task's items, snapshots them into item rows and enqueues one child job
- * per item, a page per transaction (items and their jobs commit together, so a crash mid-way
- * loses nothing and a retry skips what is already there), then exits. It never waits for the
- * children: the last one to settle finishes the task.
+ * The manager: lists the task's items and snapshots them into item rows, a page per transaction,
+ * each page with the jobs that will take its items (its tenant's window, see scheduler.ts: items
+ * and jobs commit together, so a crash mid-way loses nothing and a retry skips what is already
+ * there), then exits. It never waits for the children: the last one to settle finishes the task.
  */
 export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefinition, job: JobWithMetadata<ManagerJobData>): Promise<void> {
   const { taskId } = job.data;
@@ -156,7 +156,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
         return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
       });
       const insert: Promise<void> = ctx.store
-        .insertItems(task.id, items, ctx.enqueueChildren)
+        .insertItems(task.id, items, ctx.enqueueWork)
         .then((result) => {
           // Stopped while dispatching: what is in stays, the rest is never sent.
           if (result.status !== 'running') {

@@ -30,6 +30,8 @@ export const taskViewSchema = z.object({
   completedAt: iso.nullable(),
   deadlineAt: iso.nullable(),
   archivedAt: iso.nullable(),
+  /** Among its tenant's running tasks, higher is served first. */
+  priority: z.number().int(),
 });
 export type TaskView = z.infer<typeof taskViewSchema>;
 
@@ -79,6 +81,8 @@ export const submitOptionsSchema = z
     maxFailures: z.number().int().min(0).nullable().optional(),
     maxFailureRatio: z.number().min(0).max(1).nullable().optional(),
     deadlineMs: z.number().int().min(1).nullable().optional(),
+    /** Among the tenant's running tasks, higher is served first (-100 to 100). */
+    priority: z.number({ error: 'must be an integer from -100 to 100' }).int({ error: 'must be an integer from -100 to 100' }).min(-100, { error: 'must be an integer from -100 to 100' }).max(100, { error: 'must be an integer from -100 to 100' }).optional(),
   })
   .strict();
 

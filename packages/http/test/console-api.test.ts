@@ -229,7 +229,7 @@ describe('console API', () => {
       const o = await json(call('GET', '/ops', { token: 'token-ops' }));
       return o.series.reduce((n: number, p: Json) => n + p.settled, 0) >= 40 ? o : null;
     }, { message: 'throughput reported', timeoutMs: 20_000 });
-    expect(ops.queues.map((q: Json) => q.name)).toEqual(['test_batch_manager', 'test_batch_child']);
+    expect(ops.queues.map((q: Json) => q.name)).toEqual(['test_batch_manager', 'test_batch_items']);
     expect(ops.workers).toEqual([expect.objectContaining({ role: 'worker', pid: process.pid, alive: true, concurrency: 20 })]);
     expect(ops.series.at(-1)).toMatchObject({ p50Ms: expect.any(Number), p95Ms: expect.any(Number) });
     expect(ops.recoveries).toEqual({ lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0, deadLettered: 0 });

@@ -277,6 +277,10 @@ export class PrismaFanoutStore implements FanoutStore {
     return maintenance.pendingWork(this.#db, taskId);
   }
 
+  async refreshStatistics(): Promise<void> {
+    await this.#db.$queryRaw`ANALYZE "fanout_item"`;
+  }
+
   async recoverLapsedItems(limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {
     return retryOnConflict(() => this.#transaction((tx) => maintenance.recoverLapsedItems(tx, limit, enqueue)));
   }

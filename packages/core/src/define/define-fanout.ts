@@ -104,7 +104,7 @@ export interface FanoutOptions {
 export type FinishedTask = TaskRecord;
 
 export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSchema extends z.ZodType, TResult> {
-  /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_child`. */
+  /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_items`. */
   name: string;
   /** The task input; `submit()` validates against it. */
   input: TInputSchema;

@@ -106,7 +106,7 @@ export class ChildRunner {
 
   /**
    * Works one job of the child queue: waits for room for at least one item, claims the next items
-   * of the job's tenant (up to the room and `itemsPerJob`), queues the job's successor when there
+   * of the job's tenant (up to the room and `batchSize`), queues the job's successor when there
    * was something to claim, and starts the handlers. Resolves once this process has room again
    * (so its fetch loop takes a job only when it can run its items) and the outcomes waiting to be
    * stored stay within one process's worth; the items keep their claims, with their leases
@@ -116,7 +116,7 @@ export class ChildRunner {
   async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<void> {
     const ctx = this.#ctx;
     const ticket = job.data;
-    const room = await this.#limit.acquireSome(ctx.settings.itemsPerJob, AbortSignal.any([job.signal, ctx.shutdown]));
+    const room = await this.#limit.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
     let claimed: ClaimedItem[] = [];
     let token = '';
     try {

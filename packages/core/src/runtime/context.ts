@@ -9,8 +9,8 @@ import type { Logger } from './logger.ts';
 export interface WorkerSettings {
   /** Handlers in flight in this process. */
   concurrency: number;
-  /** The most items one job of the child queue takes (never more than there is room for). */
-  itemsPerJob: number;
+  /** The most items this process claims at once, in one statement (never more than it has room for). */
+  batchSize: number;
   leaseMs: number;
   controlPollMs: number;
   pollingIntervalSeconds: number;
@@ -42,8 +42,8 @@ export interface RuntimeContext {
   managerAlive(task: TaskCounts): Promise<boolean>;
   /** Tops up the jobs of a quiet running task's tenant when it has pending items; returns whether it had. */
   requeueOrphans(task: TaskCounts): Promise<boolean>;
-  /** Refreshes the planner statistics of a queue's job table; never throws. */
-  analyzeQueue(queue: string): Promise<void>;
+  /** Refreshes the planner statistics of the item table; never throws. */
+  refreshStatistics(): Promise<void>;
   limits: LimitsAccess;
   /** What this process did, for its presence reports. */
   stats: RuntimeStats;

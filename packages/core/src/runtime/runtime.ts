@@ -91,7 +91,7 @@ export interface SubmitOptions {
 
 const DEFAULT_WORKER: WorkerSettings = {
   concurrency: 10,
-  itemsPerJob: 100,
+  batchSize: 100,
   leaseMs: 15_000,
   controlPollMs: 1_000,
   pollingIntervalSeconds: 0.5,
@@ -109,7 +109,7 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
   const ints: Array<[string, number, number]> = [
     ['worker.concurrency', worker.concurrency, 1],
-    ['worker.itemsPerJob', worker.itemsPerJob, 1],
+    ['worker.batchSize', worker.batchSize, 1],
     ['worker.leaseMs', worker.leaseMs, 1000],
     ['worker.controlPollMs', worker.controlPollMs, 10],
     ['worker.managerConcurrency', worker.managerConcurrency, 1],
@@ -215,7 +215,7 @@ export class Fanout implements AsyncDisposable {
       announceEnding: (task) => self.#announceEnding(task),
       reportError: (error, context) => self.#reportError(error, context),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
-      analyzeQueue: (queue) => self.#analyzeQueue(queue),
+      refreshStatistics: () => self.#refreshStatistics(),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
       stats: this.stats,
@@ -638,22 +638,12 @@ export class Fanout implements AsyncDisposable {
     return pending.now;
   }
 
-  async #analyzeQueue(queue: string): Promise<void> {
+  async #refreshStatistics(): Promise<void> {
     try {
-      const info = await this.#boss.getQueue(queue);
-      if (!info) return;
-      const db = this.#boss.getDb();
-      // The table's schema is whichever holds it; the statement is built by format() with %I.
-      const { rows } = await db.executeSql(
-        `SELECT format('ANALYZE %I.%I', n.nspname, c.relname) AS sql
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE c.relname = $1 AND c.relkind IN ('r', 'p') LIMIT 1`,
-        [info.table],
-      );
-      if (rows[0]?.sql) await db.executeSql(rows[0].sql as string);
+      await this.store.refreshStatistics?.();
     } catch (error) {
       // Statistics are an optimisation: without the right (ownership), autovacuum gets there later.
-      this.logger.debug('could not analyze a queue table', { queue, ...errorFields(error) });
+      this.logger.debug('could not refresh the item statistics', errorFields(error));
     }
   }
 

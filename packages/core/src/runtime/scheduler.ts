@@ -3,7 +3,7 @@
 // Items are not given a job each. A task's items wait as rows, and each tenant of a definition
 // keeps a few jobs in the child queue, its "window" (`scheduling.window`, times the tenant's
 // weight). A job ("ticket") taken by a worker claims the next items of one of the tenant's
-// running tasks, as many as the worker has room for (at most `worker.itemsPerJob`), and queues
+// running tasks, as many as the worker has room for (at most `worker.batchSize`), and queues
 // its successor in the same slot of the window before it runs them. Each successor serves the
 // tenant's next task (round robin by task id, higher priority first), so:
 // - tenants take turns: the queue holds a few jobs per tenant, first in first out, whatever the

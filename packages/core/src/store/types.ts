@@ -522,6 +522,11 @@ export interface FanoutStore {
    * delay is due (for the maintenance loop's check of quiet tasks).
    */
   pendingWork(taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }>;
+  /**
+   * Refreshes the planner statistics of the item table (a dispatch calls it as the table doubles:
+   * statistics from when it was nearly empty make the claim scan). Optional; may throw.
+   */
+  refreshStatistics?(): Promise<void>;
   /** Running tasks past their deadline. */
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */

@@ -62,6 +62,12 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
         }
       : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
+    scheduling: {
+      ...(env.FANOUT_TENANT_WINDOW ? { window: env.FANOUT_TENANT_WINDOW } : {}),
+      ...(env.FANOUT_TENANT_WEIGHTS ? { tenantWeights: env.FANOUT_TENANT_WEIGHTS } : {}),
+      ...(env.FANOUT_TENANT_MAX_IN_FLIGHT ? { maxInFlightPerTenant: env.FANOUT_TENANT_MAX_IN_FLIGHT } : {}),
+      ...(env.FANOUT_TENANT_MAX_RUNNING_TASKS ? { maxRunningTasksPerTenant: env.FANOUT_TENANT_MAX_RUNNING_TASKS } : {}),
+    },
   });
   const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;

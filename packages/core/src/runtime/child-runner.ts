@@ -147,8 +147,10 @@ export class ChildRunner {
     }
     for (const item of claimed) this.#runOne(definition, item, token);
     if (claimed.length === 0) return;
-    // Take the next job only once there is room for its items.
-    await this.#limit.whenFree(ctx.shutdown).catch(() => {});
+    // Take the next job only once there is room for a few items (a quarter of the handlers, at
+    // most a batch): a job per freed slot would cost a fetch, a claim and a successor per item.
+    const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil(ctx.settings.concurrency / 4)));
+    await this.#limit.whenFree(enough, ctx.shutdown).catch(() => {});
     while (this.#recording.size > ctx.settings.concurrency) await Promise.race(this.#recording);
   }
 

@@ -289,6 +289,8 @@ export class Fanout implements AsyncDisposable {
             localConcurrency: 2,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+            // A job found: fetch the next at once (the handler returned because there is room).
+            burstWhenBatchFull: true,
           },
           ([job]) => children.handleTicket(definition, job!),
         );

@@ -1,5 +1,21 @@
 import { z } from 'zod';
 import { openApiPath, type ResponseSpec, type RouteSpec } from './route.ts';
+import { errorSchema } from './schemas.ts';
+
+/**
+ * Every status a route can answer: its own, and those the shared layer answers for it (400 for
+ * a bad parameter or body, 413 for a body over the limit, 401 and 429 around the token, 403 for
+ * operators' routes, 500 with a request id).
+ */
+export function responsesOf(route: RouteSpec): Record<number, ResponseSpec> {
+  const implied: Record<number, ResponseSpec> = {};
+  if (route.params || route.query || route.body) implied[400] = errorSchema;
+  if (route.auth ?? true) Object.assign(implied, { 401: errorSchema, 429: errorSchema });
+  if (route.operator) implied[403] = errorSchema;
+  if (route.body) implied[413] = errorSchema;
+  implied[500] = errorSchema;
+  return { ...implied, ...route.responses };
+}
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): unknown {
   // Schemas the document cannot express (transforms, custom checks) are described as `{}`.
@@ -37,7 +53,7 @@ export function openApiDocument(options: { title: string; basePath: string; rout
         ...Object.entries(route.headers ?? {}).map(([name, h]) => ({ name, in: 'header', required: h.required ?? false, description: h.description, schema: { type: 'string' } })),
       ],
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
-      responses: Object.fromEntries(Object.entries(route.responses).map(([status, spec]) => [status, response(status, spec)])),
+      responses: Object.fromEntries(Object.entries(responsesOf(route)).sort(([a], [b]) => Number(a) - Number(b)).map(([status, spec]) => [status, response(status, spec)])),
     };
   };
   for (const route of options.routes) add(options.basePath, route);

@@ -15,7 +15,10 @@ import { liveRoutes } from './live.ts';
 import { operationRoutes } from './operations.ts';
 import { taskReadWriteRoutes } from './tasks.ts';
 
-/** The JSON 404 of a path no route serves. A parent app mounting a router answers with its own `notFound`: give it this. */
+/**
+ * The JSON 404 of a path no route serves. Hono answers unknown paths with the `notFound` of the
+ * app that serves them: an app mounting routers gives it this, with `defaultSecurityHeaders()`.
+ */
 export const unknownRoute = (c: Context) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404);
 
 /**
@@ -30,7 +33,10 @@ export function routerOf(
   // Without a logger of the app's, a 500 still reaches stderr: an operator must be able to find it.
   const logger = options.logger ?? consoleLogger('error');
   const log = (message: string, data: Record<string, unknown>) => logger.error(message, data);
-  app.use('*', requestId(), apiSecurityHeaders());
+  app.use('*', requestId());
+  // The API's headers on its own paths only: a router mounted at the root (health) must not
+  // take over the policy of the console's page beside it.
+  for (const path of new Set(specs.map((spec) => spec.path))) app.use(path, apiSecurityHeaders());
   app.onError((error, c) => errorResponse(c, error, log));
   app.notFound(unknownRoute);
   const failedAttempts = options.failedAttempts === false ? undefined : options.failedAttempts instanceof FailedAttempts ? options.failedAttempts : new FailedAttempts(options.failedAttempts);

@@ -195,6 +195,18 @@ describe('hardened HTTP layer', () => {
     expect(logged[1]?.data?.requestId).toBe(id);
   });
 
+  it('lists tasks without reading their input: a page of large batches costs what it shows', async () => {
+    const tenant = 'tenant-big';
+    const documentIds = Array.from({ length: 10_000 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    const created = await t.app.fanout.store.createTask({ kind: 'test_batch', tenant, input: { documentIds }, maxAttempts: 1 }, async () => {});
+    const page = await t.app.fanout.listTasks({ tenant, limit: 10 });
+    expect(page.rows.map((r) => r.id)).toEqual([created.id]);
+    expect(page.rows[0]!.input).toBeNull();
+    expect(page.rows[0]).toMatchObject({ kind: 'test_batch', tenant, status: 'queued', total: 0 });
+    // The task itself still has it.
+    expect(((await t.app.fanout.getTask(created.id))!.input as { documentIds: string[] }).documentIds).toHaveLength(10_000);
+  });
+
   it('documents every status a route answers: 400 on /events and /cancel, 413 on bodies, 401 and 429 on token routes, 500 everywhere', async () => {
     const doc = (await (await call('GET', '/openapi.json', { token: null })).json()) as Json;
     const statuses = (path: string, method: string) => Object.keys(doc.paths[`/api/test${path}`][method].responses).map(Number);

@@ -49,8 +49,25 @@ export function route<P extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType
   return spec as unknown as RouteSpec;
 }
 
+/** Where a string holds U+0000, which PostgreSQL stores in no text or JSON column; null when none does. */
+function nulCharacterAt(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (!value || typeof value !== 'object' || depth > 64) return null;
+  for (const [key, child] of Object.entries(value)) {
+    if (key.includes('\u0000')) return `${path}.${key.replaceAll('\u0000', '\\u0000')}`;
+    const found = nulCharacterAt(child, `${path}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** Validates a request part; a mistake is a 400 naming the field and the rule. */
 export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' | 'params'): z.output<T> {
+  const nul = nulCharacterAt(value, where);
+  if (nul) {
+    const message = 'must not contain the NUL character (U+0000)';
+    throw new HttpError(400, 'invalid_request', `${nul}: ${message}`, [{ field: nul, rule: 'nul_character', message }]);
+  }
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
   return result.data;

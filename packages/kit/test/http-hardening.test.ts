@@ -90,6 +90,16 @@ describe('an API process under hostile requests', () => {
     expect(health.headers.get('x-request-id')).toBe('probe-1');
   });
 
+  it('answers a NUL character anywhere in a request with 400 naming the field, before an app route stores it', async () => {
+    const inPath = await t.call('POST', '/marks/a%00b', { body: { text: 'fine' } });
+    expect(inPath.status).toBe(400);
+    expect(((await inPath.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([{ field: 'params.subject', rule: 'nul_character', message: 'must not contain the NUL character (U+0000)' }]);
+    const inBody = await t.call('POST', '/marks/fine', { body: { text: 'a\u0000b' } });
+    expect(inBody.status).toBe(400);
+    expect(((await inBody.json()) as { error: { issues: { field: string }[] } }).error.issues[0]!.field).toBe('body.text');
+    expect((await t.call('GET', '/marks?subject=%00')).status).toBe(400);
+  });
+
   it('refuses a client after FANOUT_AUTH_FAILURES_PER_MINUTE wrong tokens with 429 and Retry-After', async () => {
     for (let i = 0; i < 4; i++) expect((await t.call('GET', '/tasks', { token: `wrong-token-guess-${i}` })).status).toBe(401);
     const refused = await t.call('GET', '/tasks');

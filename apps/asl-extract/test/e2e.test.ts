@@ -66,7 +66,9 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       req.on('end', async () => {
         inFlight++;
         maxInFlight = Math.max(maxInFlight, inFlight);
-        await new Promise((r) => setTimeout(r, 40));
+        // A model's answer takes a while: calls overlap enough to reach the limit even when
+        // papers are read a few at a time (the PDF reader's threads) on a busy machine.
+        await new Promise((r) => setTimeout(r, 150));
         inFlight--;
         const text: string = JSON.parse(raw).messages[1].content;
         const paper = /paper \d+/.exec(text)?.[0] ?? 'unknown';

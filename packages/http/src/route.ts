@@ -89,7 +89,7 @@ export interface MountOptions {
  */
 export function bearerAuth(authenticate: Authenticate, failedAttempts?: FailedAttempts) {
   return async (c: Context<AuthEnv>, next: () => Promise<void>) => {
-    const client = failedAttempts ? clientAddress(c) : '';
+    const client = failedAttempts ? clientAddress(c, failedAttempts.proxyHops) : '';
     const wait = failedAttempts?.blockedFor(client) ?? 0;
     if (wait > 0) {
       c.header('retry-after', String(wait));

@@ -154,6 +154,20 @@ describe('hardened HTTP layer', () => {
     expect((await call('GET', '/tasks', { client: '198.51.100.9' })).status).toBe(200);
   });
 
+  it('counts refused tokens per client behind proxies of its own, and never trusts what a client writes in X-Forwarded-For', async () => {
+    const { clientAddress } = await import('../src/index.ts');
+    const at = async (headers: Record<string, string>, socket: string, hops: number) => {
+      const app = new Hono();
+      app.get('/', (c) => c.text(clientAddress(c, hops)));
+      return (await app.request('/', { headers }, { incoming: { socket: { remoteAddress: socket } } })).text();
+    };
+    expect(await at({ 'x-forwarded-for': '203.0.113.9' }, '10.0.0.2', 0)).toBe('10.0.0.2');
+    // One proxy: the address it appended (the client wrote the first one itself).
+    expect(await at({ 'x-forwarded-for': '203.0.113.9, 198.51.100.20' }, '10.0.0.2', 1)).toBe('198.51.100.20');
+    expect(await at({ 'x-forwarded-for': '203.0.113.9, 198.51.100.20, 10.0.0.1' }, '10.0.0.2', 2)).toBe('198.51.100.20');
+    expect(await at({}, '10.0.0.2', 1)).toBe('10.0.0.2');
+  });
+
   it('caps the live streams of a tenant (429 beyond), frees a place when one closes, and leaves other tenants alone', async () => {
     const first = collectEventStream((await call('GET', '/events')).body!);
     const secondRes = await call('GET', '/events');

@@ -7,6 +7,8 @@ export interface FailedAttemptsOptions {
   windowMs?: number;
   /** Clients remembered at once; past it the oldest are forgotten. @default 10000 */
   maxClients?: number;
+  /** Reverse proxies of your own in front of the server, whose `X-Forwarded-For` is trusted (see `clientAddress`). @default 0 */
+  proxyHops?: number;
 }
 
 interface Window {
@@ -22,6 +24,7 @@ interface Window {
 export class FailedAttempts {
   readonly limit: number;
   readonly windowMs: number;
+  readonly proxyHops: number;
   readonly #maxClients: number;
   readonly #clients = new Map<string, Window>();
 
@@ -29,6 +32,7 @@ export class FailedAttempts {
     this.limit = options.limit ?? 30;
     this.windowMs = options.windowMs ?? 60_000;
     this.#maxClients = options.maxClients ?? 10_000;
+    this.proxyHops = options.proxyHops ?? 0;
   }
 
   /** Seconds until `client` may try again, or 0 when it may now. */
@@ -62,10 +66,20 @@ export class FailedAttempts {
 }
 
 /**
- * The address of the connection a request came on (`@hono/node-server`), or `unknown` (in-process
- * requests). A proxy's `X-Forwarded-For` is not trusted: any client could set it.
+ * The client's address: the connection's (`@hono/node-server`), or `unknown` for in-process
+ * requests. Behind `proxyHops` reverse proxies of your own, the address the outermost of them
+ * saw, read from the right of `X-Forwarded-For` (what a client writes there itself is further
+ * left, and ignored). @param proxyHops default 0: `X-Forwarded-For` is not trusted at all.
  */
-export function clientAddress(c: Context): string {
+export function clientAddress(c: Context, proxyHops = 0): string {
   const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? 'unknown';
+  const socket = incoming?.socket?.remoteAddress ?? 'unknown';
+  if (proxyHops <= 0) return socket;
+  const forwarded = (c.req.header('x-forwarded-for') ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean)
+    .reverse();
+  const chain = [socket, ...forwarded];
+  return chain[Math.min(proxyHops, chain.length - 1)]!;
 }

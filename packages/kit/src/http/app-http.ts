@@ -31,7 +31,7 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
   const health = healthRoutes({ fanout, definition, ready, logger: ctx.logger });
   const limits = {
     bodyLimitBytes: ctx.env.FANOUT_BODY_LIMIT_BYTES,
-    failedAttempts: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE === 0 ? (false as const) : new FailedAttempts({ limit: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE, windowMs: 60_000 }),
+    failedAttempts: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE === 0 ? (false as const) : new FailedAttempts({ limit: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE, windowMs: 60_000, proxyHops: ctx.env.FANOUT_PROXY_HOPS }),
     streamsPerTenant: ctx.env.FANOUT_STREAMS_PER_TENANT,
   };
   const routes = [...(app.routes?.(ctx) ?? []), ...(app.results ? resultExportRoutes(fanout, definition, app.results(ctx)) : [])];

@@ -5,14 +5,15 @@ import { errorSchema } from './schemas.ts';
 /**
  * Every status a route can answer: its own, and those the shared layer answers for it (400 for
  * a bad parameter or body, 404 for a path naming what does not exist (or is another tenant's),
- * 413 for a body over the limit, 401 and 429 around the token, 403 for operators' routes, 500
- * with a request id).
+ * 413 for a body over the limit, 401 and 429 around the token, 403 for operators' routes, 503
+ * while the runtime is not running, 500 with a request id).
  */
 export function responsesOf(route: RouteSpec): Record<number, ResponseSpec> {
   const implied: Record<number, ResponseSpec> = {};
   if (route.params || route.query || route.body) implied[400] = errorSchema;
   if (route.params) implied[404] = errorSchema;
-  if (route.auth ?? true) Object.assign(implied, { 401: errorSchema, 429: errorSchema });
+  // 503: the runtime is not started yet or is stopping (a draining process).
+  if (route.auth ?? true) Object.assign(implied, { 401: errorSchema, 429: errorSchema, 503: errorSchema });
   if (route.operator) implied[403] = errorSchema;
   if (route.body) implied[413] = errorSchema;
   implied[500] = errorSchema;

@@ -92,8 +92,7 @@ export function bearerAuth(authenticate: Authenticate, failedAttempts?: FailedAt
     const client = failedAttempts ? clientAddress(c, failedAttempts.proxyHops) : '';
     const wait = failedAttempts?.blockedFor(client) ?? 0;
     if (wait > 0) {
-      c.header('retry-after', String(wait));
-      throw new HttpError(429, 'too_many_requests', `authorization: too many refused tokens from this client; try again in ${wait} s`);
+      throw new HttpError(429, 'too_many_requests', `authorization: too many refused tokens from this client; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
     }
     const header = c.req.header('authorization') ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);

@@ -58,14 +58,10 @@ export function aslExtract(options: AslOptions) {
     },
     async runItem(doc, ctx) {
       if (!doc.storageKey) throw new PermanentError(`document ${doc.documentId} is not in your library`, { code: 'document_not_found' });
-      const missing = () => new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
-      // A file over the limit is refused before it is read into memory.
+      // A file over the limit is refused before it is read; the reading thread reads the others.
       const size = await options.storage.size(doc.storageKey);
-      if (size === null) throw missing();
-      options.pdf.checkSize(size);
-      const bytes = await options.storage.read(doc.storageKey);
-      if (!bytes) throw missing();
-      const text = await options.pdf.text(bytes, { signal: ctx.signal });
+      if (size === null) throw new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
+      const text = await options.pdf.fileText(options.storage.pathOf(doc.storageKey), size, { signal: ctx.signal });
       ctx.log(`read ${doc.filename}: ${text.length} characters`);
       const extract = () => options.extractor.extract(text, { signal: ctx.signal });
       const extracted = options.extractor.usesLlm && options.llmLimits ? await withLlmLimits(ctx, options.llmLimits, extract) : await extract();

@@ -14,6 +14,11 @@ export class FileStorage {
     this.root = resolve(root);
   }
 
+  /** Where the file of `key` is (it may not exist). */
+  pathOf(key: string): string {
+    return this.#path(key);
+  }
+
   #path(key: string): string {
     if (!KEY.test(key) || key.includes('..')) throw new Error(`storage key: "${key}" is not a valid key`);
     const path = resolve(join(this.root, key));

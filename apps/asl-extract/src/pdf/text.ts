@@ -13,7 +13,7 @@ export interface PdfReaderOptions {
 }
 
 const MB = 1024 * 1024;
-const CODES = new Set(['encrypted_pdf', 'corrupt_pdf', 'no_text']);
+const CODES = new Set(['encrypted_pdf', 'corrupt_pdf', 'no_text', 'missing_file']);
 
 /**
  * Reads the text of PDFs on worker threads, within limits of size, time and memory. A hostile
@@ -50,11 +50,24 @@ export class PdfReader {
     this.checkSize(bytes.byteLength);
     // A view over part of a larger buffer cannot be moved alone.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+    return this.#read({ bytes: own }, [own.buffer as ArrayBuffer], options.signal);
+  }
+
+  /**
+   * The text of the PDF file at `path` of `size` bytes (checked first): the reading thread reads
+   * it once its turn comes, so files waiting for a thread are not held in memory.
+   */
+  async fileText(path: string, size: number, options: { signal?: AbortSignal } = {}): Promise<string> {
+    this.checkSize(size);
+    return this.#read({ path }, [], options.signal);
+  }
+
+  async #read(input: { bytes: Uint8Array } | { path: string }, transfer: ArrayBuffer[], signal: AbortSignal | undefined): Promise<string> {
     try {
-      return await this.#pool.run<string>({ bytes: own }, { transfer: [own.buffer as ArrayBuffer], ...(options.signal ? { signal: options.signal } : {}) });
+      return await this.#pool.run<string>(input, { transfer, ...(signal ? { signal } : {}) });
     } catch (error) {
       if (!(error instanceof WorkerJobError)) throw error;
-      if (error.reason === 'aborted' && options.signal?.aborted) throw options.signal.reason;
+      if (error.reason === 'aborted' && signal?.aborted) throw signal.reason;
       if (error.reason === 'failed' && error.code && CODES.has(error.code)) throw new PermanentError(error.message, { code: error.code, cause: error });
       if (error.reason === 'timeout') throw new PermanentError(`reading the PDF took too long (${error.message.replace('the job took ', '')}); it is too complex or built to stall readers`, { code: 'pdf_too_complex', cause: error });
       if (error.reason === 'out_of_memory') throw new PermanentError(`reading the PDF needed more than ${this.#memoryMb} MB of memory; it is too complex or built to exhaust readers`, { code: 'pdf_too_complex', cause: error });

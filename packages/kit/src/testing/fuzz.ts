@@ -25,7 +25,7 @@ export interface FuzzOptions {
   pathValues?: Record<string, readonly string[]>;
   /** Values worth putting in query parameters, by name. */
   queryValues?: Record<string, readonly string[]>;
-  /** Requests per route: routes with a body or a query get `withInput`. @default { plain: 20, withInput: 120 } */
+  /** Requests per route: routes with a body or a query get `withInput`. @default { plain: 15, withInput: 80 } */
   runs?: { plain: number; withInput: number };
   /** @default 20261130 */
   seed?: number;
@@ -66,7 +66,7 @@ export async function fuzzOpenApi(options: FuzzOptions): Promise<{ operations: n
     if (!validate) validators.set(schema, (validate = ajv.compile(schema)));
     return validate;
   };
-  const runs = options.runs ?? { plain: 20, withInput: 120 };
+  const runs = options.runs ?? { plain: 15, withInput: 80 };
   let requests = 0;
   for (const op of operations) {
     if (options.skip?.includes(`${op.method} ${op.path}`)) continue;
@@ -81,18 +81,50 @@ export async function fuzzOpenApi(options: FuzzOptions): Promise<{ operations: n
   return { operations: operations.length, requests };
 }
 
-/** Values of a JSON schema: mostly valid ones, their bounds and just past them, sometimes anything. */
-function valueOf(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
+/** Values no schema of ours allows, or that overflow what stores them: one replaces a part of a valid value. */
+const BAD_VALUES: readonly unknown[] = [null, -1, 0, 2 ** 31, 3e9, 2 ** 53 - 1, 9e15, -9e15, 1e308, 0.5, '', 'x'.repeat(2000), 'a\u0000b', 'nope', true, [], {}];
+
+/**
+ * Values of a JSON schema: valid ones (bounds included, twice as often as values inside them),
+ * and valid ones with one part replaced by a bad value or an unknown key added. One mistake at a
+ * time: a request with several is refused for the first, and what lies behind it is never reached.
+ */
+function valueOf(schema: Schema | undefined): fc.Arbitrary<unknown> {
+  const valid = validOf(schema, 0);
+  const mutated = fc.tuple(valid, fc.nat(), fc.constantFrom(...BAD_VALUES)).map(([value, at, bad]) => mutate(value, at, bad));
+  return fc.oneof({ arbitrary: valid, weight: 1 }, { arbitrary: mutated, weight: 1 });
+}
+
+/** The paths of a JSON value, the value itself first. */
+function pathsOf(value: unknown, path: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+  out.push(path);
+  if (value && typeof value === 'object') for (const [key, child] of Object.entries(value)) pathsOf(child, [...path, Array.isArray(value) ? Number(key) : key], out);
+  return out;
+}
+
+/** `value` with the part at path number `at` replaced by `bad`, or (for an object) given an unknown key. */
+function mutate(value: unknown, at: number, bad: unknown): unknown {
+  const paths = pathsOf(value);
+  const path = paths[at % paths.length]!;
+  if (path.length === 0) return bad;
+  const copy = structuredClone(value) as Record<string | number, unknown>;
+  let parent = copy;
+  for (const key of path.slice(0, -1)) parent = parent[key] as Record<string | number, unknown>;
+  const last = path.at(-1)!;
+  if (at % 7 === 6 && parent[last] && typeof parent[last] === 'object' && !Array.isArray(parent[last])) (parent[last] as Record<string, unknown>).unexpected = bad;
+  else parent[last] = bad;
+  return copy;
+}
+
+function validOf(schema: Schema | undefined, depth: number): fc.Arbitrary<unknown> {
   if (!schema || depth > 4) return fc.jsonValue({ maxDepth: 2 });
-  const anything = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom(null, -1, 0, 2 ** 31, 3e9, 2 ** 53 - 1, 9e15, 1e308, '', 'x'.repeat(2000), '\u0000', [], {}));
-  const valid = validValueOf(schema, depth);
-  const withNull = schema.nullable ? fc.oneof(valid, fc.constant(null)) : valid;
-  return fc.oneof({ arbitrary: withNull, weight: 4 }, { arbitrary: anything, weight: 1 });
+  const value = validValueOf(schema, depth);
+  return schema.nullable ? fc.oneof({ arbitrary: value, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }) : value;
 }
 
 function validValueOf(schema: Schema, depth: number): fc.Arbitrary<unknown> {
   const variants = schema.anyOf ?? schema.oneOf;
-  if (variants) return fc.oneof(...variants.map((s: Schema) => valueOf(s, depth + 1)));
+  if (variants) return fc.oneof(...variants.map((s: Schema) => validOf(s, depth + 1)));
   if (schema.enum) return fc.constantFrom(...schema.enum);
   if ('const' in schema) return fc.constant(schema.const);
   switch (schema.type) {
@@ -100,30 +132,27 @@ function validValueOf(schema: Schema, depth: number): fc.Arbitrary<unknown> {
     case 'number': {
       const min = schema.minimum ?? -(2 ** 53 - 1);
       const max = schema.maximum ?? 2 ** 53 - 1;
-      // The schema's bounds and just past them, and what overflows a 32-bit column or a Date.
-      const edges = fc.constantFrom(min, max, min - 1, max + 1, 0, 2 ** 31, 3e9, 2 ** 53 - 1, 9e15);
       const inRange = schema.type === 'integer' ? fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31 - 1) }) : fc.double({ min, max, noNaN: true });
-      return fc.oneof(inRange, edges);
+      // Bounds are where the bugs are: they come up twice as often as values inside them.
+      return fc.oneof({ arbitrary: inRange, weight: 1 }, { arbitrary: fc.constantFrom(min, max), weight: 2 });
     }
     case 'boolean':
       return fc.boolean();
     case 'string': {
       if (schema.format === 'uuid') return fc.uuid();
       if (schema.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
-      if (schema.pattern) return fc.oneof(fc.stringMatching(new RegExp(schema.pattern)), fc.string({ maxLength: 40 }));
+      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern));
       return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 60, 60) });
     }
     case 'array':
-      return fc.array(valueOf(schema.items, depth + 1), { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 5, 5) });
+      return fc.array(validOf(schema.items, depth + 1), { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 5, 5) });
     case 'object': {
       const properties: Record<string, Schema> = schema.properties ?? {};
       const required = new Set<string>(schema.required ?? []);
       // Optional keys are there four times in five: a value deep in a body gets its turn.
-      const record = fc
-        .record(Object.fromEntries(Object.entries(properties).map(([key, s]) => [key, required.has(key) ? valueOf(s, depth + 1) : fc.option(valueOf(s, depth + 1), { nil: undefined, freq: 5 })])))
+      return fc
+        .record(Object.fromEntries(Object.entries(properties).map(([key, s]) => [key, required.has(key) ? validOf(s, depth + 1) : fc.option(validOf(s, depth + 1), { nil: undefined, freq: 5 })])))
         .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)));
-      // Sometimes a key the schema does not know.
-      return fc.oneof({ arbitrary: record, weight: 9 }, { arbitrary: record.map((r) => ({ ...r, unexpected: true })), weight: 1 });
     }
     default:
       return fc.jsonValue({ maxDepth: 2 });
@@ -149,12 +178,15 @@ const cursorOf = () =>
     fc.tuple(fc.oneof(fc.integer(), fc.constantFrom(2 ** 40, -1, 1e300)), fc.uuid()).map((parts) => Buffer.from(JSON.stringify(parts)).toString('base64url')),
   );
 
-/** A query value as a client would put in a URL. */
+/** A valid query value as a client would put in a URL (a cursor: any string is one to the schema). */
 function queryValueOf(name: string, schema: Schema, known: readonly string[] | undefined): fc.Arbitrary<string> {
   if (name === 'cursor') return cursorOf();
-  const generated = valueOf(schema).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null'));
-  return known?.length ? fc.oneof(fc.constantFrom(...known), generated, fc.string({ maxLength: 20 })) : fc.oneof(generated, fc.string({ maxLength: 20 }));
+  const generated = validOf(schema, 0).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null'));
+  return known?.length ? fc.oneof(fc.constantFrom(...known), generated) : generated;
 }
+
+/** Query values no parameter of ours allows. */
+const badQueryValue = fc.oneof(fc.constantFrom('', '-1', '0', '2147483648', '9007199254740993', '1e400', 'NaN', 'true', 'a\u0000b', '%', 'x'.repeat(600)), fc.string({ maxLength: 20 }));
 
 interface Request {
   token: string | null;
@@ -171,17 +203,25 @@ function requestOf(op: Operation, options: FuzzOptions): fc.Arbitrary<Request> {
   const path = fc
     .tuple(...pathParams.map((p) => pathValueOf(p.name, p.schema, options.pathValues?.[p.name])))
     .map((values) => pathParams.reduce((path, p, i) => path.replace(`{${p.name}}`, encodeURIComponent(values[i]!)), op.path));
-  const query = fc
-    .tuple(...queryParams.map((p) => fc.option(queryValueOf(p.name, p.schema, options.queryValues?.[p.name]), { nil: undefined })))
+  // Valid parameters (each there half the time), or the same with one of them bad.
+  const validQuery = fc
+    .tuple(...queryParams.map((p) => fc.option(queryValueOf(p.name, p.schema, options.queryValues?.[p.name]), { nil: undefined, freq: 2 })))
     .map((values) => queryParams.flatMap((p, i): [string, string][] => (values[i] === undefined ? [] : [[p.name, values[i]!]])));
-  // Header values are visible ASCII (fetch refuses others), of any length.
-  const headerValue = fc.oneof(fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 300 }), fc.constantFrom('', 'x'.repeat(201)));
+  const query = queryParams.length
+    ? fc.oneof(
+        validQuery,
+        fc.tuple(validQuery, fc.nat(), badQueryValue).map(([q, at, bad]): [string, string][] => [...q.filter(([name]) => name !== queryParams[at % queryParams.length]!.name), [queryParams[at % queryParams.length]!.name, bad]]),
+      )
+    : validQuery;
+  // Header values are visible ASCII (fetch refuses others): short ones mostly, sometimes too long or empty.
+  const visible = (maxLength: number) => fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength });
+  const headerValue = fc.oneof({ arbitrary: visible(40), weight: 4 }, { arbitrary: fc.oneof(visible(300), fc.constantFrom('', 'x'.repeat(201))), weight: 1 });
   const headers = fc
     .tuple(...headerParams.map(() => fc.option(headerValue, { nil: undefined })))
     .map((values) => headerParams.flatMap((p, i): [string, string][] => (values[i] === undefined ? [] : [[p.name, values[i]!]])));
   const body = op.body
     ? fc
-        .oneof({ arbitrary: valueOf(op.body).map((json) => ({ json })), weight: 6 }, { arbitrary: fc.constantFrom('{', '[]', 'null', '"x"', '{"input":', '\u0000'), weight: 1 })
+        .oneof({ arbitrary: valueOf(op.body).map((json) => ({ json })), weight: 8 }, { arbitrary: fc.constantFrom('{', '[]', 'null', '"x"', '{"input":', '\u0000'), weight: 1 })
         .map((b) => (typeof b === 'string' ? { raw: b } : b))
     : fc.constant(null);
   const others = [null, 'wrong-token-0123456789', ...(options.tokens.operator ? [options.tokens.operator] : [])];

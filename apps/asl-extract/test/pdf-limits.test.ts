@@ -34,7 +34,8 @@ describe('reading hostile PDFs', () => {
       expect(error).toMatchObject({ name: 'PermanentError', code: 'pdf_too_complex' });
       expect((error as Error).message).toContain('took too long');
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(maxLagMs).toBeLessThan(250);
+      // Parsed on the event loop, this bomb would block it for 20 s and more; a busy machine adds some.
+      expect(maxLagMs).toBeLessThan(1000);
       const { lines } = samplePaperText(3);
       expect(await reader.text(await renderPdf(lines))).toContain(lines[2]);
     } finally {

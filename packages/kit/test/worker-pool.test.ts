@@ -40,7 +40,8 @@ describe('worker pool', () => {
       expect(result.status).toBe('rejected');
       expect((result as PromiseRejectedResult).reason).toMatchObject({ reason: 'timeout', message: 'the job took longer than 500 ms' });
       expect(Date.now() - started).toBeLessThan(5000);
-      expect(maxLagMs).toBeLessThan(250);
+      // The job would block the loop for its whole 60 s; a busy machine adds some lag of its own.
+      expect(maxLagMs).toBeLessThan(1000);
       expect((await neighbour).value).toBe('fine');
       // The pool replaced the thread: it keeps working.
       expect((await pool.run<{ value: string }>({ kind: 'echo', value: 'after' })).value).toBe('after');

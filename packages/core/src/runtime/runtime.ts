@@ -28,8 +28,9 @@ import { ChildRunner, type ChildJobData } from './child-runner.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
-import { consoleLogger, errorFields, type Logger } from './logger.ts';
+import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
+import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { runManager, type ManagerJobData } from './manager.ts';
 
 export interface FanoutRuntimeOptions {
@@ -44,6 +45,12 @@ export interface FanoutRuntimeOptions {
   logger?: Logger;
   worker?: Partial<WorkerSettings>;
   maintenance?: Partial<MaintenanceSettings>;
+  /**
+   * OpenTelemetry: traces and metrics go to the global providers unless given here (nothing is
+   * recorded until an SDK is registered). A pg-boss the runtime creates gets the same providers
+   * and stores trace context on its jobs.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 export interface StartOptions {
@@ -152,6 +159,8 @@ export class Fanout implements AsyncDisposable {
   readonly #limits = new Map<string, GlobalLimit | RateLimit>();
   /** What this process did (items, waits, recoveries), for its presence reports. */
   readonly stats = new RuntimeStats();
+  /** Traces and metrics (OpenTelemetry API; see `FanoutRuntimeOptions.telemetry`). */
+  readonly telemetry: FanoutTelemetry;
   readonly #itemLogs: ItemLogBuffer;
   #presence: Presence | null = null;
   /** This process works jobs or runs the maintenance loop (an API process does neither). */
@@ -173,13 +182,14 @@ export class Fanout implements AsyncDisposable {
     this.#maintenance = { ...DEFAULT_MAINTENANCE, ...options.maintenance };
     checkSettings(this.#worker, this.#maintenance);
 
+    this.telemetry = new FanoutTelemetry(this.stats, options.telemetry);
     this.#ownsBoss = !(options.boss instanceof PgBoss);
     // Supervision is what fails the jobs of a worker that died before claiming their items (their
     // heartbeat stops), so they are retried; pg-boss's default pass is every 60 s.
     this.#boss =
       options.boss instanceof PgBoss
         ? options.boss
-        : new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...options.boss });
+        : new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...options.boss, openTelemetry: bossTelemetry(options.telemetry, options.boss.openTelemetry) });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
@@ -197,13 +207,14 @@ export class Fanout implements AsyncDisposable {
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
       announceEnding: (task) => self.#announceEnding(task),
-      reportError: (error, context) => self.#reportError(error, context),
+      reportError: (error, context, fields) => self.#reportError(error, context, fields),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
       stats: this.stats,
       itemLogs: this.#itemLogs,
+      telemetry: this.telemetry,
     };
   }
 
@@ -238,7 +249,7 @@ export class Fanout implements AsyncDisposable {
             // keep polling at the same pace for those.
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
           },
-          async ([job]) => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>),
+          async ([job]) => this.telemetry.dispatch(definition.name, job!.data, () => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>)),
         );
         this.#workedQueues.push(definition.managerQueue);
       }
@@ -288,6 +299,7 @@ export class Fanout implements AsyncDisposable {
       });
       this.#presence.start();
     }
+    this.telemetry.watchTasks(this.store, [...this.#definitions.keys()]);
     this.#state = 'started';
     return this;
   }
@@ -352,7 +364,7 @@ export class Fanout implements AsyncDisposable {
     if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
     }
-    const task = await this.store.createTask(
+    const task = await this.telemetry.submit(def.name, options.tenant ?? null, () => this.store.createTask(
       {
         kind: def.name,
         tenant: options.tenant ?? null,
@@ -367,12 +379,12 @@ export class Fanout implements AsyncDisposable {
         requestHash: key === null ? null : createHash('sha256').update(JSON.stringify([parsed, limits])).digest('hex'),
       },
       async (tx, task) => {
-        const data: ManagerJobData = { taskId: task.id };
+        const data: ManagerJobData = { taskId: task.id, ...this.telemetry.jobFields() };
         assertJobPayload(def.managerQueue, data);
         // The manager job's id is the task's id: a repeated send cannot create a second manager.
         await this.#boss.insert(def.managerQueue, [{ id: task.id, data, singletonKey: `manager-${task.id}` }], { db: tx });
       },
-    );
+    ));
     if (!task.replayed) this.events.emit('task.submitted', { ...taskCountsOf(task), at: Date.now() });
     return task;
   }
@@ -472,7 +484,8 @@ export class Fanout implements AsyncDisposable {
     let limit = this.#limits.get(key) as GlobalLimit | undefined;
     if (!limit) {
       const onLost = options.onLost ?? ((lost: string) => this.logger.warn('a global limit slot lapsed while held; the limit may be exceeded until the call ends', { limit: lost }));
-      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost }, this.stats.limitObserver(name, 'global', options.limit))));
+      const observer = this.telemetry.limitObserver(this.stats.limitObserver(name, 'global', options.limit), name, 'global');
+      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost }, observer)));
     }
     return limit;
   }
@@ -481,7 +494,10 @@ export class Fanout implements AsyncDisposable {
   rateLimit(name: string, options: RateLimitOptions): RateLimit {
     const key = `rate:${name}:${options.limit}:${options.intervalMs}`;
     let limit = this.#limits.get(key) as RateLimit | undefined;
-    if (!limit) this.#limits.set(key, (limit = new RateLimit(this.store, name, options, this.stats.limitObserver(name, 'rate', options.limit))));
+    if (!limit) {
+      const observer = this.telemetry.limitObserver(this.stats.limitObserver(name, 'rate', options.limit), name, 'rate');
+      this.#limits.set(key, (limit = new RateLimit(this.store, name, options, observer)));
+    }
     return limit;
   }
 
@@ -525,8 +541,9 @@ export class Fanout implements AsyncDisposable {
     }
     for (const [kind, list] of byKind) {
       const definition = this.definition(kind);
+      const traced = this.telemetry.childJobFields();
       const jobs = list.map((item) => {
-        const data: ChildJobData = { taskId: item.taskId, itemId: item.id };
+        const data: ChildJobData = { taskId: item.taskId, itemId: item.id, ...traced(item.id, item.delayMs) };
         assertJobPayload(definition.childQueue, data);
         return item.delayMs ? { data, startAfter: new Date(Date.now() + item.delayMs) } : { data };
       });
@@ -556,6 +573,7 @@ export class Fanout implements AsyncDisposable {
   /** Announces the ending of a task this process finished, and runs its fan-in. */
   #announceTask(task: SettledTask): void {
     if (!task.finished) return;
+    this.telemetry.taskFinished(task);
     void this.#announceEnding(task);
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
@@ -604,7 +622,7 @@ export class Fanout implements AsyncDisposable {
       }
       cursor = page.nextCursor;
     } while (cursor);
-    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { taskId: task.id, requeued });
+    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { ...taskFields(task), requeued });
     return requeued;
   }
 
@@ -627,8 +645,8 @@ export class Fanout implements AsyncDisposable {
     }
   }
 
-  #reportError(error: unknown, context: string): void {
-    this.logger.error(`${context} failed`, errorFields(error));
+  #reportError(error: unknown, context: string, fields: Record<string, unknown> = {}): void {
+    this.logger.error(`${context} failed`, { ...fields, ...errorFields(error) });
     this.events.emit('error', { error, context });
   }
 }
@@ -640,9 +658,23 @@ function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logg
     const text = String(definition.summarize(input)).trim();
     return text.length > 200 ? `${text.slice(0, 199)}…` : text || null;
   } catch (error) {
-    logger.warn('summarize failed; the task has no summary', { kind: definition.name, ...errorFields(error) });
+    logger.warn('summarize failed; the task has no summary', { definition: definition.name, ...errorFields(error) });
     return null;
   }
+}
+
+/**
+ * pg-boss's own OpenTelemetry options for a pg-boss the runtime creates: the runtime's providers,
+ * and trace context stored on jobs (so the manager job's span continues the submit's trace).
+ */
+function bossTelemetry(telemetry: TelemetryOptions | undefined, given: ConstructorOptions['openTelemetry']): ConstructorOptions['openTelemetry'] {
+  return {
+    propagateContext: true,
+    ...(telemetry?.tracerProvider ? { tracerProvider: telemetry.tracerProvider } : {}),
+    ...(telemetry?.meterProvider ? { meterProvider: telemetry.meterProvider } : {}),
+    ...(telemetry?.propagator ? { propagator: telemetry.propagator } : {}),
+    ...given,
+  };
 }
 
 /** Creates a runtime. Call `start()` on it. */

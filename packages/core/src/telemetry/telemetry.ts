@@ -1,0 +1,150 @@
+import { context, ROOT_CONTEXT, SpanKind, trace, type MeterProvider, type TextMapPropagator, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import type { LimitObserver } from '../limits/global-limit.ts';
+import type { RuntimeStats } from '../operations/runtime-stats.ts';
+import type { ClaimedItem, FanoutStore, NewItem, SettledTask, TaskRecord } from '../store/types.ts';
+import { extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
+import { FanoutMetrics } from './metrics.ts';
+import { ATTR, INSTRUMENTATION_SCOPE, SPAN } from './names.ts';
+import { TaskGauges } from './task-gauges.ts';
+import { continuation, inSpan, ItemTelemetry, recordError, type ClaimTiming, type JobTraceFields } from './tracing.ts';
+
+export interface TelemetryOptions {
+  /** Where spans go. @default the global tracer provider (nothing is recorded until an SDK registers one) */
+  tracerProvider?: TracerProvider;
+  /** Where metrics go. @default the global meter provider */
+  meterProvider?: MeterProvider;
+  /** How trace context is written into jobs and read back. @default the global propagator */
+  propagator?: TextMapPropagator;
+  /**
+   * A running task whose settled count has not moved this long counts in `fanout.tasks.stalled`;
+   * false reads no task gauges from the database. @default 600000 (10 minutes)
+   */
+  stalledAfterMs?: number | false;
+}
+
+/**
+ * The runtime's traces and metrics (OpenTelemetry API only: the app chooses the SDK). One per
+ * runtime; its parts are called from a few points of the runtime (submit, manager, child runner,
+ * limits, endings).
+ */
+export class FanoutTelemetry {
+  readonly tracer: Tracer;
+  readonly metrics: FanoutMetrics;
+  readonly options: TelemetryOptions;
+  readonly #propagator: TextMapPropagator | undefined;
+  /** The trace context a retry's job carries, by item, while its release is being stored. */
+  readonly #retryCarriers = new Map<string, TraceCarrier>();
+
+  constructor(stats: RuntimeStats, options: TelemetryOptions = {}) {
+    this.options = options;
+    this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE);
+    this.metrics = new FanoutMetrics(stats, options.meterProvider);
+    this.#propagator = options.propagator;
+  }
+
+  /** Reads the task gauges of these definitions from the store at each collection (unless turned off). */
+  watchTasks(store: FanoutStore, kinds: readonly string[]): void {
+    if (this.options.stalledAfterMs === false || kinds.length === 0) return;
+    const gauges = new TaskGauges(store, kinds, this.options.stalledAfterMs ?? 600_000);
+    this.metrics.addGauges((observe) => gauges.read(observe));
+    this.metrics.instruments();
+  }
+
+  /** A submit: the task created and its manager job enqueued, in a `fanout.submit` span. */
+  submit<T extends TaskRecord & { replayed: boolean }>(definition: string, tenant: string | null, fn: () => Promise<T>): Promise<T> {
+    return inSpan(this.tracer, SPAN.submit, { attributes: { [ATTR.definition]: definition, ...(tenant === null ? {} : { [ATTR.tenant]: tenant }) } }, context.active(), async (span) => {
+      const task = await fn();
+      span.setAttribute(ATTR.taskId, task.id);
+      if (!task.replayed) this.metrics.taskSubmitted(definition, tenant);
+      return task;
+    });
+  }
+
+  /** The trace context to store on a job enqueued now, if there is one. */
+  jobFields(): JobTraceFields {
+    const carrier = injectCarrier(this.#propagator);
+    return carrier ? { trace: carrier } : {};
+  }
+
+  /** What each child job of one enqueue carries: the active trace context (or the retry's), and when it is due. */
+  childJobFields(): (itemId: string, delayMs: number | undefined) => JobTraceFields {
+    const carrier = injectCarrier(this.#propagator);
+    const now = Date.now();
+    return (itemId, delayMs) => {
+      const trace = this.#retryCarriers.get(itemId) ?? carrier;
+      return trace ? { trace, due: now + (delayMs ?? 0) } : { due: now + (delayMs ?? 0) };
+    };
+  }
+
+  /** The manager's work on a task, in a `fanout.dispatch` span continuing the submit's trace. */
+  dispatch<T>(definition: string, job: { taskId: string } & JobTraceFields, fn: () => Promise<T>): Promise<T> {
+    const { parent, links } = continuation(extractCarrier(this.#propagator, job.trace));
+    return inSpan(this.tracer, SPAN.dispatch, { attributes: { [ATTR.definition]: definition, [ATTR.taskId]: job.taskId }, links }, parent, () => fn());
+  }
+
+  /**
+   * One page of the dispatch, in a `fanout.dispatch.page` span (its child jobs carry it). Items that
+   * failed validation at dispatch are stored failed: they are counted as settled when the page went
+   * in whole (a retried manager's page that skips keys counted them the first time).
+   */
+  page<T extends { inserted: number }>(task: TaskRecord, number: number, items: readonly NewItem[], fn: () => Promise<T>): Promise<T> {
+    return inSpan(this.tracer, SPAN.page, { attributes: { [ATTR.pageNumber]: number, [ATTR.pageItems]: items.length } }, context.active(), async (span) => {
+      const result = await fn();
+      span.setAttribute(ATTR.inserted, result.inserted);
+      if (result.inserted === items.length) {
+        for (const item of items) if (item.error) this.metrics.itemSettled(task.kind, task.tenant, 'failed', item.error.code, null);
+      }
+      return result;
+    });
+  }
+
+  /** Starts timing a claim statement. */
+  claimStarted(batchSize: number): { ended(): ClaimTiming } {
+    const startedAt = performance.now();
+    return { ended: () => ({ startedAt, endedAt: performance.now(), batchSize }) };
+  }
+
+  /** The telemetry of one claimed item's attempt. */
+  item(item: ClaimedItem, fields: JobTraceFields, claim: ClaimTiming): ItemTelemetry {
+    return new ItemTelemetry({ tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers }, item, fields, claim);
+  }
+
+  /**
+   * A limit's observer that also traces each wait (`fanout.limit.wait`, a child of the handler
+   * that waits), measures it, and counts the global slots this process holds.
+   */
+  limitObserver(base: LimitObserver, name: string, kind: 'global' | 'rate'): LimitObserver {
+    const { tracer, metrics } = this;
+    return {
+      waitStarted: () => base.waitStarted(),
+      waitEnded: (waitedMs) => {
+        base.waitEnded(waitedMs);
+        metrics.limitWaited(name, kind, waitedMs);
+      },
+      waitSpan: () => {
+        const span = tracer.startSpan(SPAN.limitWait, { attributes: { [ATTR.limitName]: name, [ATTR.limitKind]: kind } });
+        return {
+          end: (waitedMs, error) => {
+            if (span.isRecording()) {
+              span.setAttribute(ATTR.waitedMs, Math.round(waitedMs));
+              if (error !== undefined) recordError(span, error);
+            }
+            span.end();
+          },
+        };
+      },
+      ...(kind === 'global' ? { acquired: () => metrics.slotTaken(name, 1), released: () => metrics.slotTaken(name, -1) } : {}),
+    };
+  }
+
+  /** A task this process ended (its statement finished it): counted by status. */
+  taskFinished(task: SettledTask): void {
+    if (task.finished) this.metrics.taskFinished(task.kind, task.tenant, task.status, task.stopReason);
+  }
+
+  /** A fan-in hook run, in a `fanout.fan_in` span of its own trace (it runs on whichever process finished the task). */
+  fanIn<T>(task: TaskRecord, fn: () => Promise<T>): Promise<T> {
+    const attributes = { [ATTR.definition]: task.kind, [ATTR.taskId]: task.id, [ATTR.round]: task.round, ...(task.tenant === null ? {} : { [ATTR.tenant]: task.tenant }) };
+    return inSpan(this.tracer, SPAN.fanIn, { kind: SpanKind.INTERNAL, attributes }, ROOT_CONTEXT, () => fn());
+  }
+}

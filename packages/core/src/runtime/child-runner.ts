@@ -9,7 +9,7 @@ import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
-import { childLogger, errorFields, itemFields } from './logger.ts';
+import { childLogger, errorFields, itemFields, redact, redactText } from './logger.ts';
 import { GroupCommit } from './group-commit.ts';
 import type { ItemTelemetry, JobTraceFields } from '../telemetry/tracing.ts';
 
@@ -159,7 +159,10 @@ export class ChildRunner {
           signal: controller.signal,
           item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
           task: { id: item.taskId, tenant: item.tenant },
-          log: (message, data) => {
+          log: (given, raw) => {
+            // Stored, streamed and written out: credentials in a line are masked on every path.
+            const message = redactText(given);
+            const data = raw === undefined ? undefined : (redact(raw) as Record<string, unknown>);
             ctx.itemLogs.add({ taskId: item.taskId, itemId: item.itemId, attempt: item.attempt, at: new Date(), message, data });
             ctx.logger.debug(message, { ...itemFields(item), ...data });
             ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message });

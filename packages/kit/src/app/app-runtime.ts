@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
+import type { MeterProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
 import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
@@ -26,7 +27,7 @@ export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E exten
  */
 export async function openApp<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger },
+  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider },
 ): Promise<AppRuntime<P, E, S>> {
   const { env, role } = options;
   const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
@@ -55,6 +56,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
     },
     ...(env.FANOUT_MAINTENANCE_MS ? { maintenance: { intervalMs: env.FANOUT_MAINTENANCE_MS } } : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
+    telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
   });
   const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;

@@ -4,6 +4,7 @@ import { healthRoutes, resultExportRoutes, routerOf, taskRoutes } from '@fanout/
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import type { AppRuntime } from '../app/app-runtime.ts';
+import { traceRequests } from '../telemetry/http-tracing.ts';
 
 export interface AppHttpOptions {
   authenticate(token: string): Principal | null | Promise<Principal | null>;
@@ -43,6 +44,7 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
     logger: ctx.logger,
   });
   const http = new Hono();
+  http.use(traceRequests());
   http.route(prefix, api);
   http.route('/', routerOf(health, { authenticate: options.authenticate, logger: ctx.logger }));
   const panel = typeof app.console === 'function' ? app.console(ctx) : app.console;

@@ -14,7 +14,7 @@ import { captureTelemetry, sumOf, type CapturedTelemetry } from './fixtures/tele
 // workers all run here, so one exporter sees every span.
 let otel: CapturedTelemetry;
 let db: TestDatabase;
-let rt: AppRuntime;
+let rt: AppRuntime<any, any, any>;
 let server: Listening;
 const lines: Record<string, unknown>[] = [];
 const raw: string[] = [];

@@ -1,2 +1,4 @@
 export { appTest, TEST_ENV, TEST_TOKENS } from './app-test.ts';
 export type { AppTest, AppTestOf } from './app-test.ts';
+export { metricsUrl, parseMetrics, scrape, total } from './metrics.ts';
+export type { Sample } from './metrics.ts';

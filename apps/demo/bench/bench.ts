@@ -21,9 +21,10 @@ const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
 const server = await benchServer();
 const freshDatabase = (name: string) => server.database(name, [migrationsDir]);
 
-function run(args: string[], waitReady = false) {
+function run(args: string[], waitReady = false, env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', '--expose-gc', scenarioPath, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let out = '';
   let err = '';
@@ -84,10 +85,11 @@ async function measureRaw(n: number) {
  * Fanout: one task of n no-op items; the manager and the children in their own processes,
  * children with the same batch size and worker count as raw.
  */
-async function measureFanout(n: number) {
+async function measureFanout(n: number, otel = false) {
   const url = await freshDatabase(`bench_fanout_${n}`);
-  const manager = run(['fanout-manager', url], true);
-  const children = run(['fanout-children', url], true);
+  const env = { BENCH_OTEL: otel ? '1' : '0' };
+  const manager = run(['fanout-manager', url], true, env);
+  const children = run(['fanout-children', url], true, env);
   await Promise.all([manager.ready, children.ready]);
   const api = createAppRuntime({ databaseUrl: url, definitions: [noop], poolSize: 2 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
@@ -124,7 +126,41 @@ async function measureFanout(n: number) {
     // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the two
     // processes) and each Fanout process.
     cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds },
+    spans: (managerStats.spans ?? 0) + (childStats.spans ?? 0),
   };
+}
+
+/**
+ * The cost of telemetry: Fanout with an OpenTelemetry SDK (every span kept in memory, metrics
+ * read every second) against Fanout without, at the same size, in turns (which one goes first
+ * alternates); the pair with the median overhead is printed, with every pair's.
+ */
+async function measureTelemetry(n: number, repeats: number) {
+  const pairs = [];
+  for (let i = 0; i < repeats; i++) {
+    let plain;
+    let traced;
+    if (i % 2 === 0) {
+      plain = await measureFanout(n);
+      traced = await measureFanout(n, true);
+    } else {
+      traced = await measureFanout(n, true);
+      plain = await measureFanout(n);
+    }
+    pairs.push({ plain, traced, overhead: traced.seconds / plain.seconds - 1 });
+  }
+  pairs.sort((a, b) => a.overhead - b.overhead);
+  const median = pairs[Math.floor(pairs.length / 2)]!;
+  print({
+    scenario: 'fanout_otel',
+    n,
+    seconds: round(median.traced.seconds),
+    plainSeconds: round(median.plain.seconds),
+    overheadPct: round(median.overhead * 100, 1),
+    overheadsPct: pairs.map((p) => round(p.overhead * 100, 1)),
+    spansPerItem: round(median.traced.spans / n),
+    cpuSeconds: { traced: median.traced.cpuSeconds, plain: median.plain.cpuSeconds },
+  });
 }
 
 const fanoutSeconds = new Map<number, number>();
@@ -148,6 +184,8 @@ try {
   if (small !== large) {
     print({ scenario: 'fanout_scaling', n: large, seconds: round(fanoutSeconds.get(large)!), timeRatio: round(fanoutSeconds.get(large)! / fanoutSeconds.get(small)!), sizeRatio: large / small });
   }
+  const otelSize = Number(process.env.BENCH_OTEL_SIZE ?? 10_000);
+  if (otelSize > 0) await measureTelemetry(otelSize, repeatsFor(otelSize));
 } finally {
   await server.stop();
 }

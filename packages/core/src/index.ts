@@ -31,7 +31,7 @@ export type { MaintenanceSettings } from './runtime/maintenance.ts';
 export { childLogger, consoleLogger, pinoLogger, redact, redactText, silentLogger } from './runtime/logger.ts';
 export type { ConsoleLoggerOptions, Logger, PinoLike } from './runtime/logger.ts';
 export { ATTR, DURATION_BUCKETS_S, FanoutTelemetry, INSTRUMENTATION_SCOPE, LabeledCounts, METRIC, SPAN } from './telemetry/index.ts';
-export type { TelemetryOptions, TraceCarrier } from './telemetry/index.ts';
+export type { TaskAttention, TelemetryOptions, TraceCarrier } from './telemetry/index.ts';
 export { isTerminalTaskStatus, taskCountsOf, TERMINAL_TASK_STATUSES } from './store/types.ts';
 export type * from './store/types.ts';
 export { BUCKET_MS, RuntimeStats } from './operations/runtime-stats.ts';

@@ -200,6 +200,12 @@ describe('telemetry with an SDK registered', () => {
     await waitFor(async () => sumOf(await otel.metrics(), METRIC.tasksOverdue, def) === 1, { message: 'the task past its deadline', timeoutMs: 15_000 });
     await waitFor(async () => sumOf(await otel.metrics(), METRIC.tasksStalled, def) === 2, { message: 'both tasks stalled', timeoutMs: 15_000 });
     expect(sumOf(await otel.metrics(), METRIC.tasksActive, { ...def, [ATTR.taskStatus]: 'running' })).toBe(2);
+    // The console's operations view reads the same figures.
+    const ops = await rt.fanout.operations();
+    expect(ops.attention?.overdue.map((t) => t.id)).toEqual([overdueId]);
+    expect(ops.attention?.stalled.map((t) => t.id).sort()).toEqual([id, overdueId].sort());
+    expect(ops.attention?.active.running).toBe(2);
+    await waitFor(async () => (await rt.fanout.operations()).errors.find((e) => e.code === 'malformed' && e.failed >= 1), { message: 'the failure in the presence report', timeoutMs: 15_000 });
 
     // The maintenance loop stops the overdue task: counted as failed by its deadline.
     await rt.fanout.runMaintenance();

@@ -445,7 +445,7 @@ export class Fanout implements AsyncDisposable {
 
   /** Queues, processes, limits, throughput and recoveries of this runtime's definitions (see `OperationsSnapshot`). */
   operations(): Promise<OperationsSnapshot> {
-    return operationsSnapshot(this.store, this.#boss, [...this.#definitions.values()]);
+    return operationsSnapshot(this.store, this.#boss, [...this.#definitions.values()], undefined, () => this.telemetry.taskAttention());
   }
 
   /** Hides a finished task from default lists. Throws `not_found`, or `conflict` while it runs. */

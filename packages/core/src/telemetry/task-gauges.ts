@@ -2,6 +2,15 @@ import type { Attributes } from '@opentelemetry/api';
 import type { FanoutStore } from '../store/types.ts';
 import { ATTR, METRIC } from './names.ts';
 
+/** Tasks an operator should look at, as the task gauges saw them. */
+export interface TaskAttention {
+  /** Unfinished tasks by status. */
+  active: { queued: number; running: number; stopping: number };
+  overdue: { id: string; kind: string; tenant: string | null; deadlineAt: Date }[];
+  /** Running tasks whose settled count has not moved for the stall threshold (`quietMs` so far, as this process saw it). */
+  stalled: { id: string; kind: string; tenant: string | null; settled: number; total: number; quietMs: number }[];
+}
+
 /** Running tasks looked at per definition and collection; more are counted but not watched. */
 const WATCHED = 500;
 
@@ -23,7 +32,12 @@ export class TaskGauges {
     this.#stalledAfterMs = stalledAfterMs;
   }
 
-  async read(observe: (instrument: string, value: number, attributes: Attributes) => void): Promise<void> {
+  /**
+   * Reads the gauges (and remembers progress). Returns the tasks that need a look: running past
+   * their deadline, or stalled (with how long their count has not moved).
+   */
+  async read(observe: (instrument: string, value: number, attributes: Attributes) => void = () => {}): Promise<TaskAttention> {
+    const attention: TaskAttention = { active: { queued: 0, running: 0, stopping: 0 }, overdue: [], stalled: [] };
     const now = Date.now();
     const seen = new Set<string>();
     for (const kind of this.#kinds) {
@@ -32,20 +46,30 @@ export class TaskGauges {
         this.#store.taskSummary({ kind }),
         this.#store.listTasks({ kind, statuses: ['running', 'stopping'], limit: WATCHED }),
       ]);
-      for (const status of ['queued', 'running', 'stopping'] as const) observe(METRIC.tasksActive, summary.byStatus[status], { ...definition, [ATTR.taskStatus]: status });
+      for (const status of ['queued', 'running', 'stopping'] as const) {
+        observe(METRIC.tasksActive, summary.byStatus[status], { ...definition, [ATTR.taskStatus]: status });
+        attention.active[status] += summary.byStatus[status];
+      }
       let overdue = 0;
       let stalled = 0;
       for (const task of running.rows) {
         seen.add(task.id);
-        if (task.status === 'running' && task.deadlineAt && task.deadlineAt.getTime() < now) overdue++;
+        if (task.status === 'running' && task.deadlineAt && task.deadlineAt.getTime() < now) {
+          overdue++;
+          attention.overdue.push({ id: task.id, kind, tenant: task.tenant, deadlineAt: task.deadlineAt });
+        }
         const settled = task.succeeded + task.failed + task.cancelled;
         const known = this.#progress.get(task.id);
         if (!known || known.settled !== settled) this.#progress.set(task.id, { settled, since: now });
-        else if (now - known.since >= this.#stalledAfterMs) stalled++;
+        else if (now - known.since >= this.#stalledAfterMs) {
+          stalled++;
+          attention.stalled.push({ id: task.id, kind, tenant: task.tenant, settled, total: task.total, quietMs: now - known.since });
+        }
       }
       observe(METRIC.tasksOverdue, overdue, definition);
       observe(METRIC.tasksStalled, stalled, definition);
     }
     for (const id of this.#progress.keys()) if (!seen.has(id)) this.#progress.delete(id);
+    return attention;
   }
 }

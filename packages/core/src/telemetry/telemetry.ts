@@ -5,7 +5,7 @@ import type { ClaimedItem, FanoutStore, NewItem, SettledTask, TaskRecord } from 
 import { extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
 import { FanoutMetrics } from './metrics.ts';
 import { ATTR, INSTRUMENTATION_SCOPE, SPAN } from './names.ts';
-import { TaskGauges } from './task-gauges.ts';
+import { TaskGauges, type TaskAttention } from './task-gauges.ts';
 import { continuation, inSpan, ItemTelemetry, recordError, type ClaimTiming, type JobTraceFields } from './tracing.ts';
 
 export interface TelemetryOptions {
@@ -34,9 +34,14 @@ export class FanoutTelemetry {
   readonly #propagator: TextMapPropagator | undefined;
   /** The trace context a retry's job carries, by item, while its release is being stored. */
   readonly #retryCarriers = new Map<string, TraceCarrier>();
+  readonly #stats: RuntimeStats;
+  #taskGauges: TaskGauges | null = null;
 
   constructor(stats: RuntimeStats, options: TelemetryOptions = {}) {
     this.options = options;
+    this.#stats = stats;
+    // What this process counted, in its presence reports: the console's operations view adds them up.
+    stats.reporters.push(() => ({ telemetry: this.counters() }));
     this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE);
     this.metrics = new FanoutMetrics(stats, options.meterProvider);
     this.#propagator = options.propagator;
@@ -45,9 +50,23 @@ export class FanoutTelemetry {
   /** Reads the task gauges of these definitions from the store at each collection (unless turned off). */
   watchTasks(store: FanoutStore, kinds: readonly string[]): void {
     if (this.options.stalledAfterMs === false || kinds.length === 0) return;
-    const gauges = new TaskGauges(store, kinds, this.options.stalledAfterMs ?? 600_000);
-    this.metrics.addGauges((observe) => gauges.read(observe));
+    const gauges = (this.#taskGauges = new TaskGauges(store, kinds, this.options.stalledAfterMs ?? 600_000));
+    this.metrics.addGauges(async (observe) => void (await gauges.read(observe)));
     this.metrics.instruments();
+  }
+
+  /** The tasks an operator should look at now (read from the store; the same figures as the task gauges). */
+  async taskAttention(): Promise<TaskAttention | null> {
+    return this.#taskGauges ? this.#taskGauges.read() : null;
+  }
+
+  /** This process's counts since it started: failures and retries by error type, lost leases. */
+  counters(): { errors: Record<string, { failed: number; retried: number }>; leasesLost: number } {
+    const errors: Record<string, { failed: number; retried: number }> = {};
+    const entry = (code: unknown) => (errors[String(code)] ??= { failed: 0, retried: 0 });
+    for (const e of this.metrics.settled.entries()) if (e.attributes[ATTR.outcome] === 'failed') entry(e.attributes[ATTR.errorType]).failed += e.value;
+    for (const e of this.metrics.retried.entries()) entry(e.attributes[ATTR.errorType]).retried += e.value;
+    return { errors, leasesLost: this.metrics.leasesLost.sum() };
   }
 
   /** A submit: the task created and its manager job enqueued, in a `fanout.submit` span. */

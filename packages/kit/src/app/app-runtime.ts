@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
 import type { MeterProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
-import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
+import { liveCounts, migrationsDir as eventMigrations } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
 import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
@@ -58,6 +58,8 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
     telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
   });
+  // Live streams and broadcasts of this process, in its presence reports (the console adds them up).
+  fanout.stats.reporters.push(() => ({ live: { clients: { ...liveCounts.clients }, notifyFailures: liveCounts.notifyFailures } }));
   const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>

@@ -14,7 +14,8 @@ import { createAppRuntime } from '../src/db.ts';
 import { noop } from './noop.ts';
 import { benchServer } from './server.ts';
 
-const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number);
+// BENCH_SIZES=0 skips raw against Fanout (to run only the telemetry pairs, BENCH_OTEL_SIZE).
+const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number).filter((n) => n > 0);
 const repeatsFor = (n: number) => Number(process.env.BENCH_REPEATS ?? (n <= 20_000 ? 5 : 1));
 const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
 
@@ -181,7 +182,7 @@ try {
     fanoutSeconds.set(n, median.fanout.seconds);
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
-  if (small !== large) {
+  if (sizes.length > 0 && small !== large) {
     print({ scenario: 'fanout_scaling', n: large, seconds: round(fanoutSeconds.get(large)!), timeRatio: round(fanoutSeconds.get(large)! / fanoutSeconds.get(small)!), sizeRatio: large / small });
   }
   const otelSize = Number(process.env.BENCH_OTEL_SIZE ?? 10_000);

@@ -65,7 +65,7 @@ export class ChildRunner {
       onError: (error) => ctx.reportError(error, 'lease renewal'),
     });
     this.#settles = new GroupCommit<Outcome>({
-      commit: async (outcomes) => {
+      commit: (outcomes) => ctx.telemetry.settleBatch(outcomes.map((o) => o.itemId), async () => {
         // An item's log lines are stored before its outcome: whoever sees it finished can read
         // them. Nothing to do (and no statement) when no handler logged.
         await ctx.itemLogs.flush();
@@ -76,7 +76,7 @@ export class ChildRunner {
           ctx.reportError(error, 'announcing settled items'); // stored all the same
         }
         return new Set(result.settled);
-      },
+      }),
       key: (outcome) => outcome.itemId,
       maxBatch: 500,
       maxFlushes: 2,
@@ -112,7 +112,7 @@ export class ChildRunner {
     const token = randomUUID();
     const claiming = this.#ctx.telemetry.claimStarted(jobByItem.size);
     const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
-    const claim = claiming.ended();
+    const claim = claiming.ended(claimed.length);
     await Promise.all(
       claimed.map((item) => {
         const job = jobByItem.get(item.itemId)!;

@@ -47,8 +47,7 @@ export interface FanoutRuntimeOptions {
   maintenance?: Partial<MaintenanceSettings>;
   /**
    * OpenTelemetry: traces and metrics go to the global providers unless given here (nothing is
-   * recorded until an SDK is registered). A pg-boss the runtime creates gets the same providers
-   * and stores trace context on its jobs.
+   * recorded until an SDK is registered). A pg-boss the runtime creates gets the same providers.
    */
   telemetry?: TelemetryOptions;
 }
@@ -664,12 +663,12 @@ function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logg
 }
 
 /**
- * pg-boss's own OpenTelemetry options for a pg-boss the runtime creates: the runtime's providers,
- * and trace context stored on jobs (so the manager job's span continues the submit's trace).
+ * pg-boss's own OpenTelemetry options for a pg-boss the runtime creates: the runtime's providers.
+ * Its trace context on jobs (`propagateContext`) stays off: Fanout's jobs carry the context in
+ * their data already (the `trace` field), and storing it twice costs every job row.
  */
 function bossTelemetry(telemetry: TelemetryOptions | undefined, given: ConstructorOptions['openTelemetry']): ConstructorOptions['openTelemetry'] {
   return {
-    propagateContext: true,
     ...(telemetry?.tracerProvider ? { tracerProvider: telemetry.tracerProvider } : {}),
     ...(telemetry?.meterProvider ? { meterProvider: telemetry.meterProvider } : {}),
     ...(telemetry?.propagator ? { propagator: telemetry.propagator } : {}),

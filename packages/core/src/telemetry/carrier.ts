@@ -20,10 +20,22 @@ export function injectCarrier(propagator: TextMapPropagator | undefined, ctx: Co
   return carrier;
 }
 
+// The items of one page carry the same context: the last one read is kept.
+let lastCarrier: { key: string; propagator: TextMapPropagator | undefined; ctx: Context | null } | null = null;
+
 /** The context a carrier holds (ROOT_CONTEXT plus it), or null when it holds no valid span. */
 export function extractCarrier(propagator: TextMapPropagator | undefined, carrier: unknown): Context | null {
   if (!carrier || typeof carrier !== 'object') return null;
-  const ctx = (propagator ?? propagation).extract(ROOT_CONTEXT, carrier as TraceCarrier, defaultTextMapGetter);
+  const keys = Object.keys(carrier);
+  const key = keys.length === 1 && keys[0] === 'traceparent' ? String((carrier as TraceCarrier).traceparent) : null;
+  if (key !== null && lastCarrier?.key === key && lastCarrier.propagator === propagator) return lastCarrier.ctx;
+  const ctx = extract(propagator, carrier as TraceCarrier);
+  if (key !== null) lastCarrier = { key, propagator, ctx };
+  return ctx;
+}
+
+function extract(propagator: TextMapPropagator | undefined, carrier: TraceCarrier): Context | null {
+  const ctx = (propagator ?? propagation).extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
   const spanContext = trace.getSpanContext(ctx);
   return spanContext && trace.isSpanContextValid(spanContext) ? ctx : null;
 }

@@ -15,7 +15,7 @@ export const SPAN = {
   page: 'fanout.dispatch.page',
   /** One attempt of one item, from its claim to its stored outcome. */
   item: 'fanout.item',
-  /** The statement that claimed the item (shared by the items of one delivery). */
+  /** The statement that claimed a delivery's items (each item's span links to it). */
   claim: 'fanout.claim',
   /** The definition's `runItem`. */
   handler: 'fanout.handler',
@@ -23,7 +23,7 @@ export const SPAN = {
   limitWait: 'fanout.limit.wait',
   /** A transient failure handed back for a later attempt (until the release is stored). */
   retry: 'fanout.retry',
-  /** The item's outcome waiting in the group commit until it is stored. */
+  /** The group-commit statement that stored a batch of outcomes (linked with their item spans). */
   settle: 'fanout.settle',
   /** The fan-in hook of a finished task. */
   fanIn: 'fanout.fan_in',
@@ -59,6 +59,9 @@ export const ATTR = {
   inserted: 'fanout.page.inserted',
   /** Whether the statement took the outcome (false: the claim was lost meanwhile). */
   recorded: 'fanout.settle.recorded',
+  /** How long an outcome waited in the group commit until it was stored. */
+  settleWaitMs: 'fanout.settle.wait_ms',
+  claimed: 'fanout.claim.claimed',
   recovery: 'fanout.recovery',
   stream: 'fanout.stream',
 } as const;

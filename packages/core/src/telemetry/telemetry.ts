@@ -1,4 +1,4 @@
-import { context, ROOT_CONTEXT, SpanKind, trace, type MeterProvider, type TextMapPropagator, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, trace, type Link, type MeterProvider, type SpanContext, type TextMapPropagator, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import type { LimitObserver } from '../limits/global-limit.ts';
 import type { RuntimeStats } from '../operations/runtime-stats.ts';
 import type { ClaimedItem, FanoutStore, NewItem, SettledTask, TaskRecord } from '../store/types.ts';
@@ -34,6 +34,8 @@ export class FanoutTelemetry {
   readonly #propagator: TextMapPropagator | undefined;
   /** The trace context a retry's job carries, by item, while its release is being stored. */
   readonly #retryCarriers = new Map<string, TraceCarrier>();
+  /** The spans of items whose outcome waits in the group commit, for the settle's links. */
+  readonly #settling = new Map<string, SpanContext>();
   readonly #stats: RuntimeStats;
   #taskGauges: TaskGauges | null = null;
 
@@ -117,15 +119,43 @@ export class FanoutTelemetry {
     });
   }
 
-  /** Starts timing a claim statement. */
-  claimStarted(batchSize: number): { ended(): ClaimTiming } {
+  /** Starts the `fanout.claim` span of a delivery (in the delivery's trace); the items link to it. */
+  claimStarted(batchSize: number): { ended(claimed: number): ClaimTiming } {
     const startedAt = performance.now();
-    return { ended: () => ({ startedAt, endedAt: performance.now(), batchSize }) };
+    const span = this.tracer.startSpan(SPAN.claim, { startTime: startedAt, attributes: { [ATTR.batchSize]: batchSize } });
+    return {
+      ended: (claimed) => {
+        const endedAt = performance.now();
+        const recording = span.isRecording();
+        if (recording) span.setAttribute(ATTR.claimed, claimed);
+        span.end(endedAt);
+        return { startedAt, endedAt, span: recording ? span.spanContext() : null };
+      },
+    };
   }
 
   /** The telemetry of one claimed item's attempt. */
   item(item: ClaimedItem, fields: JobTraceFields, claim: ClaimTiming): ItemTelemetry {
-    return new ItemTelemetry({ tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers }, item, fields, claim);
+    return new ItemTelemetry(
+      { tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers, settling: this.#settling },
+      item,
+      fields,
+      claim,
+    );
+  }
+
+  /**
+   * A group commit storing outcomes, in a `fanout.settle` span of its own (it serves items of any
+   * task), linked with the spans of the items it stores (the first 128).
+   */
+  settleBatch<T>(itemIds: readonly string[], fn: () => Promise<T>): Promise<T> {
+    const links: Link[] = [];
+    for (const id of itemIds) {
+      const linked = this.#settling.get(id);
+      if (linked) links.push({ context: linked });
+      if (links.length >= 128) break;
+    }
+    return inSpan(this.tracer, SPAN.settle, { attributes: { [ATTR.batchSize]: itemIds.length }, links }, ROOT_CONTEXT, () => fn());
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type Context,
   type Link,
   type Span,
+  type SpanContext,
   type TextMapPropagator,
   type Tracer,
 } from '@opentelemetry/api';
@@ -24,11 +25,12 @@ export interface JobTraceFields {
   due?: number;
 }
 
-/** When the claim statement of a delivery ran (`performance.now()` times). */
+/** When the claim statement of a delivery ran (`performance.now()` times), and its span. */
 export interface ClaimTiming {
   startedAt: number;
   endedAt: number;
-  batchSize: number;
+  /** The `fanout.claim` span of the delivery (null when not recorded). */
+  span: SpanContext | null;
 }
 
 export function recordError(span: Span, error: unknown): void {
@@ -78,14 +80,16 @@ export interface FailureInfo {
 
 /**
  * One attempt of one item, traced and measured: a `fanout.item` span from the claim to the stored
- * outcome, with the claim, the handler, a retry or the settle as its children. Without an SDK the
- * span does not record and nothing but the metrics' counting is done.
+ * outcome, with the handler (and a retry) as its children. The claim and the settle are statements
+ * for many items at once: each has a span of its own, linked with the items it served. Without an
+ * SDK the span does not record and nothing but the metrics' counting is done.
  */
 export class ItemTelemetry {
   readonly #tracer: Tracer;
   readonly #metrics: FanoutMetrics;
   readonly #propagator: TextMapPropagator | undefined;
   readonly #retryCarriers: Map<string, TraceCarrier>;
+  readonly #settling: Map<string, SpanContext>;
   readonly #item: ClaimedItem;
   readonly #carrier: TraceCarrier | undefined;
   readonly #span: Span;
@@ -94,7 +98,7 @@ export class ItemTelemetry {
   #running = false;
 
   constructor(
-    deps: { tracer: Tracer; metrics: FanoutMetrics; propagator: TextMapPropagator | undefined; retryCarriers: Map<string, TraceCarrier> },
+    deps: { tracer: Tracer; metrics: FanoutMetrics; propagator: TextMapPropagator | undefined; retryCarriers: Map<string, TraceCarrier>; settling: Map<string, SpanContext> },
     item: ClaimedItem,
     fields: JobTraceFields,
     claim: ClaimTiming,
@@ -103,6 +107,7 @@ export class ItemTelemetry {
     this.#metrics = deps.metrics;
     this.#propagator = deps.propagator;
     this.#retryCarriers = deps.retryCarriers;
+    this.#settling = deps.settling;
     this.#item = item;
     this.#carrier = fields.trace;
     const { parent, links } = continuation(extractCarrier(this.#propagator, fields.trace));
@@ -111,7 +116,7 @@ export class ItemTelemetry {
       {
         kind: SpanKind.CONSUMER,
         startTime: claim.startedAt,
-        links,
+        links: claim.span ? [...links, { context: claim.span }] : links,
         attributes: {
           [ATTR.definition]: item.kind,
           [ATTR.taskId]: item.taskId,
@@ -125,9 +130,6 @@ export class ItemTelemetry {
     );
     this.#recording = this.#span.isRecording();
     this.#ctx = trace.setSpan(parent, this.#span);
-    if (this.#recording) {
-      this.#tracer.startSpan(SPAN.claim, { startTime: claim.startedAt, attributes: { [ATTR.batchSize]: claim.batchSize } }, this.#ctx).end(claim.endedAt);
-    }
     if (typeof fields.due === 'number') this.#metrics.queueWait(item.kind, Date.now() - (performance.now() - claim.endedAt) - fields.due);
   }
 
@@ -199,14 +201,21 @@ export class ItemTelemetry {
     }
   }
 
-  /** The outcome waiting in the group commit until it is stored, in a `fanout.settle` span. */
-  async settle<O extends { status: string }>(outcome: O, push: (outcome: O) => Promise<boolean>): Promise<boolean> {
+  /**
+   * The outcome waiting in the group commit until it is stored: the `fanout.settle` span of the
+   * statement that stores it links to this item, which records how long it waited.
+   */
+  async settle<O extends { status: string; itemId: string }>(outcome: O, push: (outcome: O) => Promise<boolean>): Promise<boolean> {
     if (!this.#recording) return push(outcome);
-    return inSpan(this.#tracer, SPAN.settle, { attributes: { [ATTR.outcome]: outcome.status } }, this.#ctx, async (span) => {
+    const started = performance.now();
+    this.#settling.set(outcome.itemId, this.#span.spanContext());
+    try {
       const ok = await push(outcome);
-      span.setAttribute(ATTR.recorded, ok);
+      this.#span.setAttributes({ [ATTR.settleWaitMs]: Math.round(performance.now() - started), [ATTR.recorded]: ok });
       return ok;
-    });
+    } finally {
+      this.#settling.delete(outcome.itemId);
+    }
   }
 
   /** The outcome was stored: counted, and the item span says so. */

@@ -2,6 +2,7 @@ import type { ColumnSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } f
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
+import type pg from 'pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import type { AppPrismaClient } from '../database/prisma-runtime.ts';
 
@@ -10,6 +11,8 @@ export type ProcessRole = 'api' | 'worker' | 'local';
 
 export interface AppSetupContext<P extends AppPrismaClient, E extends EnvShape> {
   prisma: P;
+  /** The pg pool under the client, for SQL the app sends itself (bulk loads, COPY-like inserts). */
+  pool: pg.Pool;
   env: Env<E>;
   logger: Logger;
   role: ProcessRole;

@@ -53,6 +53,8 @@ export const commonEnv = {
   FANOUT_LIMIT_LEASE_MS: intVar({ min: 300 }).optional(),
   /** How often each worker process runs a maintenance pass. */
   FANOUT_MAINTENANCE_MS: intVar({ min: 10 }).optional(),
+  /** How long after a task ended an ending nobody announced is announced by the maintenance loop. */
+  FANOUT_ANNOUNCE_GRACE_MS: intVar({ min: 0 }).optional(),
   /** How often cancels are noticed by running handlers. */
   FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
   /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */

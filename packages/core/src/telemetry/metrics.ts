@@ -1,4 +1,4 @@
-import { metrics, ValueType, type Attributes, type BatchObservableCallback, type Histogram, type Meter, type MeterProvider, type Observable } from '@opentelemetry/api';
+import { createNoopMeter, metrics, ValueType, type Attributes, type BatchObservableCallback, type Histogram, type Meter, type MeterProvider, type Observable } from '@opentelemetry/api';
 import type { RuntimeStats } from '../operations/runtime-stats.ts';
 import { LabeledCounts } from './counts.ts';
 import { ATTR, DURATION_BUCKETS_S, INSTRUMENTATION_SCOPE, METRIC } from './names.ts';
@@ -9,6 +9,8 @@ const MAX_ERROR_TYPES = 50;
 interface Instruments {
   provider: MeterProvider;
   meter: Meter;
+  /** False for the API's no-op meter (no SDK): a histogram record is skipped altogether. */
+  live: boolean;
   itemDuration: Histogram;
   queueWait: Histogram;
   limitWait: Histogram;
@@ -42,6 +44,8 @@ export class FanoutMetrics {
   readonly #errorTypes = new Map<string, Set<string>>();
   readonly #gauges: Array<(observe: (instrument: string, value: number, attributes: Attributes) => void) => Promise<void> | void> = [];
   #instruments: Instruments | null = null;
+  /** Histogram attributes by definition (and outcome), made once: a record per item allocates none. */
+  readonly #histogramAttributes = new Map<string, Attributes>();
 
   constructor(stats: RuntimeStats, meterProvider?: MeterProvider) {
     this.#stats = stats;
@@ -107,6 +111,7 @@ export class FanoutMetrics {
     this.#instruments = {
       provider,
       meter,
+      live: meter !== createNoopMeter(),
       itemDuration: seconds(METRIC.itemDuration, "How long an item's handler ran, by outcome."),
       queueWait: seconds(METRIC.itemQueueWait, 'How long an item waited between being due (enqueued, or its retry delay over) and its claim.'),
       limitWait: seconds(METRIC.limitWaitDuration, 'How long a call waited for a global or rate limit slot.'),
@@ -151,7 +156,21 @@ export class FanoutMetrics {
       [ATTR.outcome]: outcome,
       ...(type === null ? {} : { [ATTR.errorType]: type }),
     }));
-    if (durationMs !== null) this.instruments().itemDuration.record(durationMs / 1000, { [ATTR.definition]: definition, [ATTR.outcome]: outcome });
+    if (durationMs === null) return;
+    const instruments = this.instruments();
+    if (instruments.live) instruments.itemDuration.record(durationMs / 1000, this.#attributes(definition, outcome));
+  }
+
+  /** The attributes of a per-item histogram record: the definition, and the outcome when given. */
+  #attributes(definition: string, outcome?: string): Attributes {
+    const key = outcome === undefined ? definition : `${definition}\u0000${outcome}`;
+    let attributes = this.#histogramAttributes.get(key);
+    if (!attributes) {
+      attributes = outcome === undefined ? { [ATTR.definition]: definition } : { [ATTR.definition]: definition, [ATTR.outcome]: outcome };
+      // Outcomes are a handful per definition, and definitions are few: the map stays small.
+      this.#histogramAttributes.set(key, attributes);
+    }
+    return attributes;
   }
 
   itemRetried(definition: string, tenant: string | null, code: string): void {
@@ -164,7 +183,8 @@ export class FanoutMetrics {
   }
 
   queueWait(definition: string, ms: number): void {
-    this.instruments().queueWait.record(Math.max(0, ms) / 1000, { [ATTR.definition]: definition });
+    const instruments = this.instruments();
+    if (instruments.live) instruments.queueWait.record(Math.max(0, ms) / 1000, this.#attributes(definition));
   }
 
   handlerStarted(definition: string): void {

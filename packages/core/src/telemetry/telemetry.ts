@@ -1,4 +1,4 @@
-import { context, ROOT_CONTEXT, SpanKind, trace, type Link, type MeterProvider, type SpanContext, type TextMapPropagator, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { context, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, trace, type Link, type MeterProvider, type SpanContext, type TextMapPropagator, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import type { LimitObserver } from '../limits/global-limit.ts';
 import type { RuntimeStats } from '../operations/runtime-stats.ts';
 import type { ClaimedItem, FanoutStore, NewItem, SettledTask, TaskRecord } from '../store/types.ts';
@@ -6,7 +6,17 @@ import { extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
 import { FanoutMetrics } from './metrics.ts';
 import { ATTR, INSTRUMENTATION_SCOPE, SPAN } from './names.ts';
 import { TaskGauges, type TaskAttention } from './task-gauges.ts';
-import { continuation, inSpan, ItemTelemetry, recordError, type ClaimTiming, type JobTraceFields } from './tracing.ts';
+import { continuation, deliveryOf, inSpan, ItemTelemetry, recordError, type ClaimTiming, type JobTraceFields } from './tracing.ts';
+
+// The API's global tracer provider is a proxy that delegates to this no-op provider until an SDK
+// registers one (an unset proxy hands out its no-op delegate).
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** Whether a provider is an SDK's, or a proxy delegating to one. */
+function isRegistered(provider: TracerProvider): boolean {
+  const delegate = provider instanceof ProxyTracerProvider ? provider.getDelegate() : provider;
+  return delegate !== NOOP_TRACER_PROVIDER;
+}
 
 export interface TelemetryOptions {
   /** Where spans go. @default the global tracer provider (nothing is recorded until an SDK registers one) */
@@ -122,6 +132,8 @@ export class FanoutTelemetry {
   /** Starts the `fanout.claim` span of a delivery (in the delivery's trace); the items link to it. */
   claimStarted(batchSize: number): { ended(claimed: number): ClaimTiming } {
     const startedAt = performance.now();
+    if (!this.tracing()) return { ended: () => ({ startedAt, endedAt: performance.now(), span: null, delivery: null }) };
+    const delivery = deliveryOf(context.active());
     const span = this.tracer.startSpan(SPAN.claim, { startTime: startedAt, attributes: { [ATTR.batchSize]: batchSize } });
     return {
       ended: (claimed) => {
@@ -129,15 +141,24 @@ export class FanoutTelemetry {
         const recording = span.isRecording();
         if (recording) span.setAttribute(ATTR.claimed, claimed);
         span.end(endedAt);
-        return { startedAt, endedAt, span: recording ? span.spanContext() : null };
+        return { startedAt, endedAt, span: recording ? span.spanContext() : null, delivery };
       },
     };
+  }
+
+  /**
+   * Whether a tracer provider is given or registered: without one no span is started at all (the
+   * API's no-op spans cost little each, but an item makes several). Looked up on each use, like the
+   * meter provider: an SDK registered after the runtime started is picked up.
+   */
+  tracing(): boolean {
+    return this.options.tracerProvider !== undefined || isRegistered(trace.getTracerProvider());
   }
 
   /** The telemetry of one claimed item's attempt. */
   item(item: ClaimedItem, fields: JobTraceFields, claim: ClaimTiming): ItemTelemetry {
     return new ItemTelemetry(
-      { tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers, settling: this.#settling },
+      { tracer: this.tracer, tracing: this.tracing(), metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers, settling: this.#settling },
       item,
       fields,
       claim,
@@ -149,6 +170,7 @@ export class FanoutTelemetry {
    * task), linked with the spans of the items it stores (the first 128).
    */
   settleBatch<T>(itemIds: readonly string[], fn: () => Promise<T>): Promise<T> {
+    if (this.#settling.size === 0) return fn();
     const links: Link[] = [];
     for (const id of itemIds) {
       const linked = this.#settling.get(id);

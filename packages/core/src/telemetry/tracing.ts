@@ -31,6 +31,13 @@ export interface ClaimTiming {
   endedAt: number;
   /** The `fanout.claim` span of the delivery (null when not recorded). */
   span: SpanContext | null;
+  /** The delivery's own span, read once for its items. */
+  delivery: { ctx: Context; span: SpanContext } | null;
+  /**
+   * The parent and links of the last item of this delivery, by the context its job carried: the
+   * items of one page carry the same one, so a delivery works them out once.
+   */
+  last?: { carried: Context | null; parent: Context; links: Link[] };
 }
 
 export function recordError(span: Span, error: unknown): void {
@@ -61,12 +68,17 @@ export async function inSpan<T>(tracer: Tracer, name: string, options: { attribu
  * carries (pg-boss continued it: a batch of one), else the carried context, with the delivery as a
  * link (a batch of many starts a trace of its own, as the messaging conventions say).
  */
-export function continuation(carried: Context | null, active: Context = context.active()): { parent: Context; links: Link[] } {
-  const delivery = activeSpanContext(active);
+export function continuation(carried: Context | null, delivery: { ctx: Context; span: SpanContext } | null = deliveryOf(context.active())): { parent: Context; links: Link[] } {
   const carriedSpan = carried ? trace.getSpanContext(carried) : undefined;
-  if (!carriedSpan) return { parent: delivery ? active : ROOT_CONTEXT, links: [] };
-  if (delivery && delivery.traceId === carriedSpan.traceId) return { parent: active, links: [] };
-  return { parent: carried!, links: delivery ? [{ context: delivery }] : [] };
+  if (!carriedSpan) return { parent: delivery ? delivery.ctx : ROOT_CONTEXT, links: [] };
+  if (delivery && delivery.span.traceId === carriedSpan.traceId) return { parent: delivery.ctx, links: [] };
+  return { parent: carried!, links: delivery ? [{ context: delivery.span }] : [] };
+}
+
+/** The span of the delivery running in `ctx` (pg-boss's `process` span), if any. */
+export function deliveryOf(ctx: Context): { ctx: Context; span: SpanContext } | null {
+  const span = activeSpanContext(ctx);
+  return span ? { ctx, span } : null;
 }
 
 export interface FailureInfo {
@@ -92,13 +104,21 @@ export class ItemTelemetry {
   readonly #settling: Map<string, SpanContext>;
   readonly #item: ClaimedItem;
   readonly #carrier: TraceCarrier | undefined;
-  readonly #span: Span;
-  readonly #ctx: Context;
-  readonly #recording: boolean;
+  readonly #span: Span | null = null;
+  readonly #ctx: Context = ROOT_CONTEXT;
+  readonly #recording: boolean = false;
   #running = false;
 
   constructor(
-    deps: { tracer: Tracer; metrics: FanoutMetrics; propagator: TextMapPropagator | undefined; retryCarriers: Map<string, TraceCarrier>; settling: Map<string, SpanContext> },
+    deps: {
+      tracer: Tracer;
+      /** False when no tracer provider is registered: no span is even started. */
+      tracing: boolean;
+      metrics: FanoutMetrics;
+      propagator: TextMapPropagator | undefined;
+      retryCarriers: Map<string, TraceCarrier>;
+      settling: Map<string, SpanContext>;
+    },
     item: ClaimedItem,
     fields: JobTraceFields,
     claim: ClaimTiming,
@@ -110,27 +130,28 @@ export class ItemTelemetry {
     this.#settling = deps.settling;
     this.#item = item;
     this.#carrier = fields.trace;
-    const { parent, links } = continuation(extractCarrier(this.#propagator, fields.trace));
-    this.#span = this.#tracer.startSpan(
-      SPAN.item,
-      {
-        kind: SpanKind.CONSUMER,
-        startTime: claim.startedAt,
-        links: claim.span ? [...links, { context: claim.span }] : links,
-        attributes: {
-          [ATTR.definition]: item.kind,
-          [ATTR.taskId]: item.taskId,
-          [ATTR.itemId]: item.itemId,
-          [ATTR.attempt]: item.attempt,
-          [ATTR.maxAttempts]: item.maxAttempts,
-          ...(item.tenant === null ? {} : { [ATTR.tenant]: item.tenant }),
-        },
-      },
-      parent,
-    );
-    this.#recording = this.#span.isRecording();
-    this.#ctx = trace.setSpan(parent, this.#span);
     if (typeof fields.due === 'number') this.#metrics.queueWait(item.kind, Date.now() - (performance.now() - claim.endedAt) - fields.due);
+    if (!deps.tracing) return;
+    const carried = extractCarrier(this.#propagator, fields.trace);
+    let last = claim.last;
+    if (!last || last.carried !== carried) {
+      const { parent, links } = continuation(carried, claim.delivery);
+      // The SDK copies a span's links, so the items of a delivery can share one array.
+      last = claim.last = { carried, parent, links: claim.span ? [...links, { context: claim.span }] : links };
+    }
+    const attributes: Attributes = {
+      [ATTR.definition]: item.kind,
+      [ATTR.taskId]: item.taskId,
+      [ATTR.itemId]: item.itemId,
+      [ATTR.attempt]: item.attempt,
+      [ATTR.maxAttempts]: item.maxAttempts,
+    };
+    if (item.tenant !== null) attributes[ATTR.tenant] = item.tenant;
+    const parent = last.parent;
+    const span = this.#tracer.startSpan(SPAN.item, { kind: SpanKind.CONSUMER, startTime: claim.startedAt, links: last.links, attributes }, parent);
+    this.#span = span;
+    this.#recording = span.isRecording();
+    this.#ctx = trace.setSpan(parent, span);
   }
 
   /** Runs the handler in its span (limit waits inside it become its children). */
@@ -148,7 +169,7 @@ export class ItemTelemetry {
 
   /** The classifier's decision on a failed attempt. */
   failed(error: unknown, info: FailureInfo): void {
-    if (!this.#recording) return;
+    if (!this.#span || !this.#recording) return;
     this.#span.setAttributes({
       [ATTR.errorType]: info.code,
       [ATTR.errorKind]: info.kind,
@@ -162,7 +183,7 @@ export class ItemTelemetry {
   /** The attempt was cut short: its task stopped, its claim was lost, or its process is stopping. */
   aborted(why: string): void {
     if (why === 'claim_lost') this.#metrics.leaseLost(this.#item.kind);
-    if (this.#recording) this.#span.setAttribute('fanout.item.aborted', why);
+    if (this.#span && this.#recording) this.#span.setAttribute('fanout.item.aborted', why);
   }
 
   /**
@@ -206,12 +227,13 @@ export class ItemTelemetry {
    * statement that stores it links to this item, which records how long it waited.
    */
   async settle<O extends { status: string; itemId: string }>(outcome: O, push: (outcome: O) => Promise<boolean>): Promise<boolean> {
-    if (!this.#recording) return push(outcome);
+    const span = this.#span;
+    if (!span || !this.#recording) return push(outcome);
     const started = performance.now();
-    this.#settling.set(outcome.itemId, this.#span.spanContext());
+    this.#settling.set(outcome.itemId, span.spanContext());
     try {
       const ok = await push(outcome);
-      this.#span.setAttributes({ [ATTR.settleWaitMs]: Math.round(performance.now() - started), [ATTR.recorded]: ok });
+      span.setAttributes({ [ATTR.settleWaitMs]: Math.round(performance.now() - started), [ATTR.recorded]: ok });
       return ok;
     } finally {
       this.#settling.delete(outcome.itemId);
@@ -221,13 +243,14 @@ export class ItemTelemetry {
   /** The outcome was stored: counted, and the item span says so. */
   settled(outcome: { status: string; error?: { code: string } | undefined }, durationMs: number | null): void {
     this.#metrics.itemSettled(this.#item.kind, this.#item.tenant, outcome.status, outcome.status === 'failed' ? (outcome.error?.code ?? 'unknown') : null, durationMs);
-    if (this.#recording) this.#span.setAttribute(ATTR.outcome, outcome.status);
+    if (this.#span && this.#recording) this.#span.setAttribute(ATTR.outcome, outcome.status);
   }
 
   /** The attempt is over (its outcome or release stored, or given up): the item span ends. */
   end(error?: unknown): void {
     if (this.#running) this.#metrics.handlerEnded(this.#item.kind);
     this.#running = false;
+    if (!this.#span) return;
     if (error !== undefined) recordError(this.#span, error);
     this.#span.end();
   }

@@ -79,9 +79,9 @@ if (mode === 'raw') {
     const cpuSeconds = cpuSince(cpu);
     const liveHeapMb = finalLiveHeapMb();
     await app.close();
-    const spans = sdk ? await sdk.spans() : 0;
+    const spans = sdk ? await sdk.spans(process.env.BENCH_TRACE_ID) : { spans: 0, spansByName: {}, itemSpansInTrace: 0 };
     await sdk?.close();
-    console.log(JSON.stringify({ cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb, spans }));
+    console.log(JSON.stringify({ cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb, ...spans }));
     process.exit(0);
   });
 }

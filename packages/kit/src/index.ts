@@ -21,3 +21,5 @@ export { onShutdown, runMain } from './process/shutdown.ts';
 export { serveMetrics } from './telemetry/process-metrics.ts';
 export type { MetricsEndpoint } from './telemetry/process-metrics.ts';
 export { traceRequests } from './telemetry/http-tracing.ts';
+export { WorkerJobError, WorkerPool } from './workers/worker-pool.ts';
+export type { WorkerJobFailure, WorkerPoolOptions } from './workers/worker-pool.ts';

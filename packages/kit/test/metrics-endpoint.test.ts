@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { appTest, metricsUrl, scrape, total, type Sample } from '../src/testing/index.ts';
+import { appTest, metricsUrl, scrape, TEST_TOKEN, total, type Sample } from '../src/testing/index.ts';
 import flaky, { FLAKY_SECRET } from './fixtures/flaky-app.ts';
 
 const alertsFile = new URL('../../../docs/alerts.yml', import.meta.url);
@@ -50,7 +50,7 @@ describe("an app's processes serve their metrics for Prometheus", () => {
 
     for (const pod of [api, worker!]) {
       expect(pod.stderr()).not.toContain(FLAKY_SECRET);
-      expect(pod.stderr()).not.toContain('token-a');
+      expect(pod.stderr()).not.toContain(TEST_TOKEN.a);
     }
     // The worker logged the item lines at debug level, masked.
     expect(worker!.stderr()).toContain('"apiKey":"[redacted]"');

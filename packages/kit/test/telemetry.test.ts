@@ -5,7 +5,7 @@ import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appHttp, appMigrations, listen, loadEnv, openApp, parseTokens, tokenAuthenticator, type AppRuntime, type Listening } from '../src/index.ts';
-import { TEST_ENV, TEST_TOKENS } from '../src/testing/index.ts';
+import { TEST_ENV, TEST_TOKEN, TEST_TOKENS } from '../src/testing/index.ts';
 import flaky, { FLAKY_SECRET } from './fixtures/flaky-app.ts';
 import { captureTelemetry, sumOf, type CapturedTelemetry } from './fixtures/telemetry.ts';
 
@@ -39,7 +39,7 @@ afterAll(async () => {
 async function submit(input: Record<string, unknown>, headers: Record<string, string> = {}): Promise<string> {
   const res = await fetch(`${server.url}/api/flaky/tasks`, {
     method: 'POST',
-    headers: { authorization: 'Bearer token-a', 'content-type': 'application/json', ...headers },
+    headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ input }),
   });
   expect(res.status).toBe(202);
@@ -181,7 +181,7 @@ describe('telemetry with an SDK registered', () => {
     expect(stored[0]!.data).toEqual({ n: 1, apiKey: '[redacted]' });
     const text = raw.join('');
     expect(text).not.toContain(FLAKY_SECRET);
-    expect(text).not.toContain('token-a');
+    expect(text).not.toContain(TEST_TOKEN.a);
     expect(text).not.toContain(new URL(db.url).password || 'no-password-in-url');
   });
 
@@ -193,7 +193,7 @@ describe('telemetry with an SDK registered', () => {
     const id = await submit({ count: 3, block: ['n0'], permanent: ['n1'] });
     const overdueId = ((await (await fetch(`${server.url}/api/flaky/tasks`, {
       method: 'POST',
-      headers: { authorization: 'Bearer token-a', 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': 'application/json' },
       body: JSON.stringify({ input: { count: 1, block: ['n0'] }, options: { deadlineMs: 1000 } }),
     })).json()) as { id: string }).id;
     const failed = await waitFor(async () => {
@@ -225,7 +225,7 @@ describe('telemetry with an SDK registered', () => {
     // lapses, and the maintenance loop recovers the item and counts it.
     const lapsedId = ((await (await fetch(`${server.url}/api/flaky/tasks`, {
       method: 'POST',
-      headers: { authorization: 'Bearer token-a', 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': 'application/json' },
       body: JSON.stringify({ input: { count: 1, block: ['n0'] } }),
     })).json()) as { id: string }).id;
     const running = await waitFor(async () => (await rt.fanout.listItems(lapsedId, { status: 'running', limit: 1 })).rows[0], { message: 'the blocking item running' });

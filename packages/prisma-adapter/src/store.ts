@@ -34,6 +34,7 @@ import {
   type MetricPoint,
   type SlotUsage,
 } from '@fanout/core';
+import { assertFanoutSchema } from './migrations/check.ts';
 import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
@@ -94,6 +95,11 @@ export class PrismaFanoutStore implements FanoutStore {
   #transaction<T>(fn: (tx: PrismaQueryable) => Promise<T>): Promise<T> {
     if (this.#pool) return poolTransaction(this.#pool, this.#tx, fn);
     return this.#prisma.$transaction(fn, this.#tx);
+  }
+
+  /** Throws `schema_outdated` naming the first Fanout migration the database lacks. */
+  async checkSchema(): Promise<void> {
+    await assertFanoutSchema(this.#db);
   }
 
   // -- tasks -----------------------------------------------------------------------------------

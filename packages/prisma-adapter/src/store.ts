@@ -322,8 +322,8 @@ export class PrismaFanoutStore implements FanoutStore {
 
 /**
  * The Fanout store over your Prisma client (Prisma 7 with `@prisma/adapter-pg`). Your schema
- * must contain the models of `@fanout/prisma-adapter/schema.prisma`, and your database the
- * tables of its migration.
+ * must contain the Fanout models (`fanout copy-schema`, or `schemaPath`), and your database every
+ * Fanout migration (`fanout migrate`, or `applyFanoutMigrations`); `checkSchema()` tells.
  */
 export function prismaFanoutStore(prisma: PrismaClientLike, options?: PrismaFanoutStoreOptions): PrismaFanoutStore {
   return new PrismaFanoutStore(prisma, options);

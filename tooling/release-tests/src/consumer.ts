@@ -17,6 +17,8 @@ export interface ConsumerOptions {
   cacheDir: string;
   /** Registry settings for the project (`.npmrc` lines), e.g. a scope on a local registry. */
   npmrc?: string[];
+  /** Take package metadata from the cache when it is there, without asking the registry again. */
+  preferOffline?: boolean;
 }
 
 /** Settings a module team would start from, made strict; `module` and `moduleResolution` vary. */
@@ -68,15 +70,25 @@ export async function createConsumer(options: ConsumerOptions): Promise<Consumer
   const [devNames, runtime] = [['prisma', '@types/pg', '@types/node', 'typescript'], { ...options.peers }];
   const devDependencies = Object.fromEntries(devNames.filter((n) => runtime[n]).map((n) => [n, runtime[n]!]));
   for (const name of devNames) delete runtime[name];
-  const manifest = { name: 'fanout-consumer', version: '1.0.0', private: true, type: 'module', dependencies: { ...options.fanout, ...runtime }, devDependencies };
+  const manifest: Record<string, unknown> = { name: 'fanout-consumer', version: '1.0.0', private: true, type: 'module', dependencies: { ...options.fanout, ...runtime }, devDependencies };
+  // pnpm resolves a tarball's own @fanout/* dependencies (the kit's on the console and testdb)
+  // from the registry; point them at the tarballs too. npm uses the root's copies as they are.
+  const tarballs = Object.fromEntries(Object.entries(options.fanout).filter(([, spec]) => spec.startsWith('file:')));
+  if (options.manager === 'pnpm' && Object.keys(tarballs).length > 0) manifest.pnpm = { overrides: tarballs };
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   if (options.npmrc) fs.writeFileSync(path.join(dir, '.npmrc'), `${options.npmrc.join('\n')}\n`);
 
   const processEnv = env(options);
+  const began = Date.now();
+  const lap = (step: string) => console.log(`${path.basename(dir)}: ${step} at ${((Date.now() - began) / 1000).toFixed(1)} s`);
   // Scripts are off: Prisma's engines would download binaries from outside the npm registry.
-  if (options.manager === 'npm') await run('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env: processEnv, timeoutMs: 240_000 });
-  else await run('pnpm', ['install', '--ignore-scripts', '--reporter=silent', '--config.confirmModulesPurge=false'], { cwd: dir, env: processEnv, timeoutMs: 240_000 });
+  // Optional dependencies are left out: the only one is the embedded PostgreSQL's binaries (the
+  // kit's local runs, through @fanout/testdb), and these projects use the test database.
+  const offline = options.preferOffline ? ['--prefer-offline'] : [];
+  if (options.manager === 'npm') await run('npm', ['install', '--ignore-scripts', '--omit=optional', '--no-audit', '--no-fund', '--loglevel=error', ...offline], { cwd: dir, env: processEnv, timeoutMs: 240_000 });
+  else await run('pnpm', ['install', '--ignore-scripts', '--no-optional', '--reporter=silent', '--config.confirmModulesPurge=false', ...offline], { cwd: dir, env: processEnv, timeoutMs: 240_000 });
 
+  lap(`${options.manager} install`);
   // The README's schema files, then Fanout's models through the package's own CLI.
   for (const snippet of snippets().filter((s) => s.readme === 'main' && (s.file === 'prisma/schema/schema.prisma' || s.file === 'prisma.config.ts'))) {
     fs.mkdirSync(path.dirname(path.join(dir, snippet.file!)), { recursive: true });
@@ -85,6 +97,7 @@ export async function createConsumer(options: ConsumerOptions): Promise<Consumer
   await run(path.join(dir, 'node_modules/.bin/fanout'), ['copy-schema', 'prisma/schema'], { cwd: dir, env: processEnv });
   await run(path.join(dir, 'node_modules/.bin/prisma'), ['generate'], { cwd: dir, env: processEnv, timeoutMs: 120_000 });
 
+  lap('prisma generate');
   const generatedClient = path.join(dir, 'src/generated/prisma/client.ts');
   if (!fs.existsSync(generatedClient)) throw new Error(`prisma generate wrote no ${generatedClient}`);
   writeSnippets(dir, generatedClient);

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 
 export interface RunResult {
   code: number | null;
@@ -30,4 +33,15 @@ export function run(command: string, args: readonly string[], options: { cwd: st
       reject(new Error(`${command} ${args.join(' ')} (in ${options.cwd}) exited with ${code ?? signal}:\n${tail}`));
     });
   });
+}
+
+/** The file a package's `bin` entry points at, resolved from this package's dependencies. */
+export function binOf(pkg: string, name: string): string {
+  // Not every package exports its package.json: look for it where Node would look for the package.
+  const manifestPath = (createRequire(import.meta.url).resolve.paths(pkg) ?? []).map((dir) => path.join(dir, pkg, 'package.json')).find((file) => existsSync(file));
+  if (!manifestPath) throw new Error(`${pkg} is not installed`);
+  const { bin } = JSON.parse(readFileSync(manifestPath, 'utf8')) as { bin: string | Record<string, string> };
+  const file = typeof bin === 'string' ? bin : bin[name];
+  if (!file) throw new Error(`${pkg} has no bin named ${name}`);
+  return path.join(path.dirname(manifestPath), file);
 }

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { codeBlocks } from './readme.ts';
@@ -91,5 +93,27 @@ describe('all published packages', () => {
       ...published.map((p) => path.join(p.dir, 'CHANGELOG.md')).filter((f) => fs.existsSync(f)),
     ].map((f) => fs.readFileSync(f, 'utf8'));
     for (const migration of migrations) expect(notes.some((text) => text.includes(migration)), migration).toBe(true);
+  });
+});
+
+describe('the build guard (prepack)', () => {
+  it('refuses to pack a package whose build is missing, naming what is missing', () => {
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'fanout-guard-'));
+    try {
+      const core = published.find((p) => p.manifest.name === '@fanout/core')!;
+      fs.mkdirSync(path.join(copy, 'scripts'));
+      fs.copyFileSync(path.join(ROOT, 'scripts', 'check-pack.mjs'), path.join(copy, 'scripts', 'check-pack.mjs'));
+      const pkg = path.join(copy, 'packages', 'core');
+      fs.cpSync(core.dir, pkg, { recursive: true, filter: (from) => !/[/\\](node_modules|dist)$/.test(from) });
+      const guard = () => spawnSync(process.execPath, ['../../scripts/check-pack.mjs'], { cwd: pkg, encoding: 'utf8' });
+      const refused = guard();
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain('@fanout/core: not packed, the build is incomplete:');
+      expect(refused.stderr).toContain('exports["."] -> ./dist/index.js is missing');
+      fs.cpSync(path.join(core.dir, 'dist'), path.join(pkg, 'dist'), { recursive: true });
+      expect(guard()).toMatchObject({ status: 0, stderr: '' });
+    } finally {
+      fs.rmSync(copy, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { quickStart, snippets, writeSnippets } from './readme.ts';
 import { run } from './run.ts';
@@ -67,7 +68,7 @@ function env(options: ConsumerOptions): NodeJS.ProcessEnv {
 export async function createConsumer(options: ConsumerOptions): Promise<Consumer> {
   const { dir } = options;
   fs.mkdirSync(dir, { recursive: true });
-  const [devNames, runtime] = [['prisma', '@types/pg', '@types/node', 'typescript'], { ...options.peers }];
+  const [devNames, runtime] = [['prisma', '@types/pg', '@types/node'], { ...options.peers }];
   const devDependencies = Object.fromEntries(devNames.filter((n) => runtime[n]).map((n) => [n, runtime[n]!]));
   for (const name of devNames) delete runtime[name];
   const manifest: Record<string, unknown> = { name: 'fanout-consumer', version: '1.0.0', private: true, type: 'module', dependencies: { ...options.fanout, ...runtime }, devDependencies };
@@ -124,9 +125,14 @@ export class Consumer {
     return (JSON.parse(fs.readFileSync(path.join(this.dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
   }
 
-  /** tsc over the app, the README blocks and the Prisma config; returns the diagnostics, empty when clean. */
+  /**
+   * tsc over the app, the README blocks and the Prisma config; returns the diagnostics, empty when
+   * clean. The compiler is the workspace's (the TypeScript version the packages are tested with);
+   * everything it reads comes from the project's node_modules.
+   */
   async typecheck(config: keyof typeof TSCONFIGS): Promise<string> {
-    const result = await run(path.join(this.dir, 'node_modules/.bin/tsc'), ['-p', `tsconfig.${config}.json`, '--pretty', 'false'], {
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    const result = await run(process.execPath, [tsc, '-p', `tsconfig.${config}.json`, '--pretty', 'false'], {
       cwd: this.dir,
       env: this.env,
       allowFailure: true,

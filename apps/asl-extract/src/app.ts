@@ -1,13 +1,12 @@
 // The ASL app's wiring for the Fanout kit: configuration, services, routes, exports, console,
 // and what a local run starts. The fan-out itself is in definition.ts.
 import { join } from 'node:path';
-import { defineApp, intVar, stringVar } from '@fanout/kit';
-import { z } from 'zod';
+import { defineApp, stringVar } from '@fanout/kit';
+import { llmConfigOf, llmEnv, startSimulatedLlm } from '@fanout/llm';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { aslExtract } from './definition.ts';
 import { OfflineExtractor } from './extract/offline.ts';
 import { OpenAiExtractor } from './extract/openai.ts';
-import { startSimulatedLlm } from './extract/simulated-llm.ts';
 import { createSampleLibrary } from './library/sample.ts';
 import { libraryRoutes } from './library/routes.ts';
 import { FileStorage } from './library/storage.ts';
@@ -19,20 +18,12 @@ export default defineApp({
   module: import.meta.url,
   prisma: (adapter) => new PrismaClient({ adapter }),
   migrations: [new URL('../prisma/migrations', import.meta.url)],
-  env: {
-    ASL_STORAGE_DIR: stringVar().optional(),
-    ASL_LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
-    ASL_LLM_API_KEY: stringVar().default(''),
-    ASL_LLM_MODEL: stringVar().default('gpt-4o-mini'),
-    ASL_LLM_CONCURRENCY: intVar({ min: 1, max: 1000 }).default(5),
-    ASL_LLM_PER_MINUTE: intVar({ min: 1 }).optional(),
-  },
+  env: { ...llmEnv, ASL_STORAGE_DIR: stringVar().optional() },
   setup({ prisma, env }) {
     const storage = new FileStorage(env.ASL_STORAGE_DIR ?? join(env.FANOUT_DATA_DIR, 'asl', 'files'));
-    const llm = env.ASL_LLM_BASE_URL ? { baseUrl: env.ASL_LLM_BASE_URL, apiKey: env.ASL_LLM_API_KEY, model: env.ASL_LLM_MODEL } : null;
+    const llm = llmConfigOf(env);
     const extractor = llm ? new OpenAiExtractor(llm) : new OfflineExtractor();
-    const llmPerMinute = env.ASL_LLM_PER_MINUTE ?? (llm ? 600 : null);
-    return { storage, extractor, definition: aslExtract({ prisma, storage, extractor, llmConcurrency: env.ASL_LLM_CONCURRENCY, llmPerMinute }) };
+    return { storage, extractor, definition: aslExtract({ prisma, storage, extractor, llmLimits: llm }) };
   },
   routes: ({ prisma }) => libraryRoutes(prisma),
   results: ({ prisma, fanout }) => ({ name: 'asl', rows: (task) => resultRows(prisma, fanout, task), columns: RESULT_COLUMNS }),
@@ -56,12 +47,13 @@ export default defineApp({
       const ids = await createSampleLibrary(prisma, services.storage, tenant, 60);
       return `library:  ${ids.length} generated papers (a few corrupt or encrypted) in ${services.storage.root}`;
     },
-    // Unless an LLM is configured (or ASL_EXTRACTOR=offline), a simulated one answers, with the
-    // latency and the 429s and 503s of a real provider, so a local run shows the limits at work.
+    // Unless a model is configured (or ASL_EXTRACTOR=offline), a simulated one answers with the
+    // offline extractor's reading, and the latency, 429s and 503s of a real provider.
     async services() {
-      if (process.env.ASL_LLM_BASE_URL || process.env.ASL_EXTRACTOR === 'offline') return [];
-      const llm = await startSimulatedLlm();
-      return [{ env: { ASL_LLM_BASE_URL: llm.baseUrl, ASL_LLM_MODEL: 'simulated-llm' }, describe: `LLM:      simulated at ${llm.baseUrl} (0.4-1.8 s an answer, some 429 and 503)`, close: llm.close }];
+      if (process.env.FANOUT_LLM_BASE_URL || process.env.ASL_EXTRACTOR === 'offline') return [];
+      const offline = new OfflineExtractor();
+      const llm = await startSimulatedLlm({ answer: async (messages) => JSON.stringify(await offline.extract(messages.find((m) => m.role === 'user')?.content ?? '')) });
+      return [{ env: { FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm' }, describe: `LLM:      simulated at ${llm.baseUrl} (0.4-1.8 s an answer, some 429 and 503)`, close: llm.close }];
     },
   },
 });

@@ -1,4 +1,5 @@
 import { defineFanout, PermanentError } from '@fanout/core';
+import { withLlmLimits } from '@fanout/llm';
 import { z } from 'zod';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { FileStorage } from './library/storage.ts';
@@ -9,10 +10,8 @@ export interface AslOptions {
   prisma: PrismaClient;
   storage: FileStorage;
   extractor: Extractor;
-  /** LLM calls in flight across every worker process together. @default 5 */
-  llmConcurrency?: number;
-  /** LLM calls per minute across every worker process together; none when unset. */
-  llmPerMinute?: number | null;
+  /** The shared limits of the platform's model, when the extractor calls one. */
+  llmLimits?: { concurrency: number; perMinute: number } | null;
 }
 
 export const aslInput = z.object({
@@ -29,10 +28,9 @@ export const aslItem = z.object({
 
 /**
  * ASL tool 3: extract study data from a batch of papers, one child per paper. One bad PDF fails
- * its own item only; the LLM never sees more than `llmConcurrency` calls from all pods together.
+ * its own item only; the model never sees more calls than the platform's shared limits allow.
  */
 export function aslExtract(options: AslOptions) {
-  const llmConcurrency = options.llmConcurrency ?? 5;
   return defineFanout({
     name: 'asl_extract',
     input: aslInput,
@@ -62,14 +60,8 @@ export function aslExtract(options: AslOptions) {
       if (!bytes) throw new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
       const text = await pdfText(bytes);
       ctx.log(`read ${doc.filename}: ${text.length} characters`);
-      const llm = ctx.limits.global('asl_llm', { limit: llmConcurrency });
-      const extracted = await llm.run(
-        async () => {
-          if (options.llmPerMinute) await ctx.limits.rate('asl_llm_rpm', { limit: options.llmPerMinute, intervalMs: 60_000 }).take({ signal: ctx.signal });
-          return options.extractor.extract(text, { signal: ctx.signal });
-        },
-        { signal: ctx.signal },
-      );
+      const extract = () => options.extractor.extract(text, { signal: ctx.signal });
+      const extracted = options.extractor.usesLlm && options.llmLimits ? await withLlmLimits(ctx, options.llmLimits, extract) : await extract();
       // Whatever the extractor, only data of the study schema is stored.
       const fields = studyDataSchema.parse(extracted);
       // Keyed by item: a re-run (after a crash) replaces its own row.

@@ -59,6 +59,63 @@ export interface ExportSpec {
   path: string;
 }
 
+/** A filter of a table panel, sent as a query parameter of its source. */
+export interface PanelFilter {
+  /** The query parameter: `status`. */
+  name: string;
+  label: string;
+  /** The choices (an empty choice, "any", is added); without them, a text box. */
+  options?: string[];
+}
+
+/** A button on each row of a table panel: a request to the app with the row's fields in its path. */
+export interface RowAction {
+  /** The button's text: "Exclude". */
+  label: string;
+  method: 'POST' | 'DELETE';
+  /** Path under the API base with `{field}` placeholders filled from the row (and `{id}` the task's). */
+  path: string;
+  /** Ask for a text first (the label of the box); it is sent as `{ "text": "..." }`. */
+  prompt?: string;
+  /** Ask for a confirmation first (the question). */
+  confirm?: string;
+  /** Offer it only on rows whose `field` equals one of `values`. */
+  when?: { field: string; values: string[] };
+}
+
+/** A table of the app's own data, fed by one of its routes (a list under one key, `nextCursor` to page). */
+export interface TablePanel {
+  title: string;
+  /** `GET apiBase + path` (`{id}` is the task's id on a task's page); `list` names the array in the answer. */
+  source: { path: string; list: string };
+  columns: ColumnSpec[];
+  filters?: PanelFilter[];
+  rowActions?: RowAction[];
+  /** Asked again (at most every 2 s) while the task's counters move. @default false */
+  live?: boolean;
+  /** Shown when the list is empty. @default 'Nothing to show.' */
+  empty?: string;
+}
+
+/** A button on a task's page: a request to the app about this task. */
+export interface TaskActionSpec {
+  label: string;
+  method: 'POST' | 'DELETE';
+  /** Path under the API base with the `{id}` placeholder. */
+  path: string;
+  /** Offered only while the task's status is one of these. @default every status */
+  when?: string[];
+  confirm?: string;
+}
+
+/** A page of the app's own in the top navigation, made of table panels. */
+export interface PageSpec {
+  title: string;
+  /** Its address: `#/pages/<slug>`; `[a-z0-9-]+`. */
+  slug: string;
+  panels: TablePanel[];
+}
+
 /** What an app passes to `consoleRoutes()`. */
 export interface ConsoleConfig {
   /** The page title and heading: "ASL full-text extraction". */
@@ -73,6 +130,12 @@ export interface ConsoleConfig {
   columns?: ColumnSpec[];
   /** Downloads of a finished task. @default [] */
   exports?: ExportSpec[];
+  /** Tables of the app's own data on a task's page. @default [] */
+  detailPanels?: TablePanel[];
+  /** Buttons of the app's own on a task's page. @default [] */
+  taskActions?: TaskActionSpec[];
+  /** Pages of the app's own in the navigation. @default [] */
+  pages?: PageSpec[];
 }
 
 /** The configuration as embedded in the page: every default applied. */
@@ -83,6 +146,9 @@ export interface ResolvedConsoleConfig {
   newTask: NewTaskPanel;
   columns: ColumnSpec[];
   exports: ExportSpec[];
+  detailPanels: TablePanel[];
+  taskActions: TaskActionSpec[];
+  pages: PageSpec[];
 }
 
 /** The id of the `<script type="application/json">` element that carries the configuration. */

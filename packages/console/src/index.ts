@@ -1,2 +1,15 @@
 export { consoleRoutes } from './server/routes.ts';
-export type { ColumnSpec, ConsoleConfig, ExportSpec, FieldSpec, NewTaskPanel, ResolvedConsoleConfig, Source } from './config.ts';
+export type {
+  ColumnSpec,
+  ConsoleConfig,
+  ExportSpec,
+  FieldSpec,
+  NewTaskPanel,
+  PageSpec,
+  PanelFilter,
+  ResolvedConsoleConfig,
+  RowAction,
+  Source,
+  TablePanel,
+  TaskActionSpec,
+} from './config.ts';

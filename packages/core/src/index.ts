@@ -20,7 +20,7 @@ export type { FanoutErrorCode } from './errors/errors.ts';
 export { defaultClassifier, parseRetryAfter } from './errors/classify.ts';
 export type { Classification, ErrorClassifier } from './errors/classify.ts';
 export { FanoutEvents } from './events/events.ts';
-export type { FanoutEventMap, FanoutEventName, ItemEventBase, Listener, TaskEvent } from './events/events.ts';
+export type { EndingEventName, EndingListener, FanoutEventMap, FanoutEventName, ItemEventBase, Listener, TaskEvent } from './events/events.ts';
 export { GlobalLimit, RateLimit } from './limits/global-limit.ts';
 export type { GlobalLimitOptions, RateLimitOptions, RunOptions } from './limits/global-limit.ts';
 export { LocalLimit } from './limits/local-limit.ts';

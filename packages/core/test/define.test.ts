@@ -42,9 +42,9 @@ describe('defineFanout', () => {
 
   it('names the field and the rule of a bad option', () => {
     expect(() => defineFanout({ name: 'x', ...base, options: { child: { retryLimit: -1 } } })).toThrowError(
-      'options.child.retryLimit: must be an integer >= 0, got -1',
+      'options.child.retryLimit: must be an integer from 0 to 2147483647, got -1',
     );
-    expect(() => defineFanout({ name: 'x', ...base, options: { child: { heartbeatSeconds: 5 } } })).toThrowError(/heartbeatSeconds: must be an integer >= 10/);
+    expect(() => defineFanout({ name: 'x', ...base, options: { child: { heartbeatSeconds: 5 } } })).toThrowError(/heartbeatSeconds: must be an integer from 10 to 2147483647/);
     expect(() => defineFanout({ name: 'x', ...base, options: { maxFailureRatio: 1.5 } })).toThrowError(/maxFailureRatio: must be between 0 and 1/);
     expect(() => defineFanout({ name: 'a.b', ...base })).toThrowError(/contains a dot/);
   });

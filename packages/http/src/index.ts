@@ -12,3 +12,5 @@ export type { CsvColumn } from './export/csv.ts';
 export { jsonArrayOf, textStream } from './export/stream.ts';
 export { resultExportRoutes, taskItems } from './export/results.ts';
 export type { ResultExport } from './export/results.ts';
+export { receiveUpload } from './upload/receive-upload.ts';
+export type { ReceivedFile, UploadOptions } from './upload/receive-upload.ts';

@@ -19,6 +19,7 @@ export interface TaskRow {
   max_failure_ratio: number | null;
   deadline_at: Date | null;
   dispatched_at: Date | null;
+  dispatch_cut: boolean;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;

@@ -40,6 +40,7 @@ import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
 import type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
 import { retryOnConflict } from './retry-on-conflict.ts';
+import * as announce from './sql/announce.ts';
 import * as claim from './sql/claim.ts';
 import * as controls from './sql/controls.ts';
 import * as dispatch from './sql/dispatch.ts';
@@ -140,8 +141,8 @@ export class PrismaFanoutStore implements FanoutStore {
     }
   }
 
-  async finishDispatch(taskId: string): Promise<SettledTask | null> {
-    return dispatch.finishDispatch(this.#db, taskId);
+  async finishDispatch(taskId: string, options: { cutShort?: boolean } = {}): Promise<SettledTask | null> {
+    return dispatch.finishDispatch(this.#db, taskId, options.cutShort ?? false);
   }
 
   // -- children --------------------------------------------------------------------------------
@@ -274,17 +275,29 @@ export class PrismaFanoutStore implements FanoutStore {
     return maintenance.reconcileCandidates(this.#db, idleMs, limit);
   }
 
-  async claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<TaskRecord | null> {
+  async claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null> {
     if (taskId !== null && !isUuid(taskId)) return null;
-    return fanIn.claimFanIn(this.#db, taskId, kinds, leaseMs);
+    return fanIn.claimFanIn(this.#db, taskId, kinds, leaseMs, token);
   }
 
-  async completeFanIn(taskId: string, round: number): Promise<void> {
-    await fanIn.completeFanIn(this.#db, taskId, round);
+  async renewFanIn(taskId: string, token: string, leaseMs: number): Promise<boolean> {
+    return fanIn.renewFanIn(this.#db, taskId, token, leaseMs);
   }
 
-  async releaseFanIn(taskId: string, retryInMs: number): Promise<void> {
-    await fanIn.releaseFanIn(this.#db, taskId, retryInMs);
+  async completeFanIn(taskId: string, round: number, token: string): Promise<boolean> {
+    return fanIn.completeFanIn(this.#db, taskId, round, token);
+  }
+
+  async releaseFanIn(taskId: string, token: string, retryInMs: number): Promise<void> {
+    await fanIn.releaseFanIn(this.#db, taskId, token, retryInMs);
+  }
+
+  async markAnnounced(taskId: string, round: number): Promise<void> {
+    if (isUuid(taskId)) await announce.markAnnounced(this.#db, taskId, round);
+  }
+
+  async claimUnannounced(kinds: readonly string[], graceMs: number, leaseMs: number, limit: number): Promise<TaskCounts[]> {
+    return announce.claimUnannounced(this.#db, kinds, graceMs, leaseMs, limit);
   }
 
   // -- global limits ---------------------------------------------------------------------------

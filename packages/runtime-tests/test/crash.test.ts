@@ -66,6 +66,30 @@ describe('crashes', () => {
     expect(jobs!.n).toBe(1600);
   });
 
+  it('a manager process killed in the middle of its dispatch: the retried manager neither loses nor duplicates children', async () => {
+    await using t = await testApp();
+    const [first] = await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 1 });
+    const task = await t.app.fanout.submit('test_batch', { count: 6000 });
+    // Killed while pages go in (two at a time, 500 items each): some committed, one or two in flight.
+    await waitFor(async () => {
+      const current = await t.app.fanout.getTask(task.id);
+      return current && current.total >= 1000 && !current.dispatchedAt;
+    }, { intervalMs: 10, message: 'the dispatch under way' });
+    first!.kill('SIGKILL');
+    const killedAt = (await t.app.fanout.getTask(task.id))!.total;
+    expect(killedAt).toBeLessThan(6000);
+    // Its manager job's heartbeat stops (10 s here); pg-boss fails it and another process retries it.
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 50 });
+    const done = await finished(t, task.id, 90_000);
+    expect(done).toMatchObject({ status: 'completed', total: 6000, succeeded: 6000, failed: 0 });
+    const [shape] = await t.app.prisma.$queryRaw<{ items: number; keys: number; seqs: number; unqueued: number }[]>`
+      SELECT count(*)::int AS items, count(DISTINCT key)::int AS keys, count(DISTINCT seq)::int AS seqs, count(*) FILTER (WHERE j.item IS NULL)::int AS unqueued
+      FROM fanout_item i
+      LEFT JOIN (SELECT DISTINCT (data->>'itemId')::uuid AS item FROM pgboss.job WHERE name = 'test_batch_child' AND data->>'taskId' = ${task.id}) j ON j.item = i.id
+      WHERE i.task_id = ${task.id}::uuid`;
+    expect(shape).toEqual({ items: 6000, keys: 6000, seqs: 6000, unqueued: 0 });
+  }, 120_000);
+
   it('a large dispatch refreshes the planner statistics of the queue it fills', async () => {
     await using t = await testApp({ work: true });
     const task = await t.app.fanout.submit('test_batch', { count: 6000 });

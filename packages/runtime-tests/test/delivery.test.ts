@@ -37,6 +37,29 @@ describe('delivery and retries', () => {
     expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 400 });
   });
 
+  it('a second delivery that arrives while the first one runs does nothing: the item runs once', async () => {
+    await using t = await testApp();
+    const workers = await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });
+    const task = await t.app.fanout.submit('test_batch', { count: 10, item: { sleepMs: 2000 } });
+    await waitFor(async () => (await t.app.fanout.store.itemCounts(task.id)).running === 10, { message: 'every item running' });
+    const items = await t.app.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    await t.app.fanout.boss.insert('test_batch_child', items.map((i) => ({ data: { taskId: task.id, itemId: i.id } })));
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 10, failed: 0 });
+    // Both deliveries of every item started before the item finished: they overlapped.
+    const [overlap] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM (
+        SELECT i.id FROM fanout_item i JOIN pgboss.job j ON j.name = 'test_batch_child' AND (j.data->>'itemId')::uuid = i.id
+        WHERE i.task_id = ${task.id}::uuid AND j.started_on < i.finished_at
+        GROUP BY i.id HAVING count(*) = 2) o`;
+    expect(overlap!.n).toBe(10);
+    const [attempts] = await t.app.prisma.$queryRaw<{ max: number; sum: number }[]>`
+      SELECT max(attempts) AS max, sum(attempts)::int AS sum FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    expect(attempts).toEqual({ max: 1, sum: 10 });
+    await Promise.all(workers.map((w) => w.stop()));
+    // Each item's handler ran once, in one process or the other.
+    expect(workers.map((w) => Number(/items=(\d+)/.exec(w.lines.find((l) => l.startsWith('STOPPED')) ?? '')?.[1] ?? -1)).reduce((a, b) => a + b, 0)).toBe(10);
+  });
+
   it('retries transient errors, counts exhausted ones as failed, and records permanent ones at once', async () => {
     await using t = await testApp({ work: true });
     const task = await t.app.fanout.submit('test_batch', {

@@ -13,14 +13,19 @@ const counts = (e: RuntimeTaskEvent) => ({
 });
 
 /**
- * Broadcasts a runtime's task events (progress, endings, item logs and failures) through the
- * publisher. Run it in every process that works tasks. Returns a function that detaches it.
+ * Broadcasts a runtime's task events (submits, progress, endings, item logs and failures) through
+ * the publisher; endings are delivered (awaited), so one whose notification failed is announced
+ * again by the maintenance loop. Run it in every process that works or controls tasks. Returns a
+ * function that detaches it.
  */
 export function broadcastRuntimeEvents(events: FanoutEvents, publisher: TaskEventPublisher): () => void {
   const offs = [
-    ...(['task.submitted', 'task.progress', 'task.completed', 'task.failed', 'task.cancelled'] as const).map((type) =>
+    ...(['task.submitted', 'task.progress'] as const).map((type) =>
       events.on(type, (e) => publisher.publish({ type, taskId: e.id, tenant: e.tenant, kind: e.kind, at: e.at, counts: counts(e) })),
     ),
+    // Endings are delivered, not just published: the runtime records a task's ending as announced
+    // only once its notification is sent, and announces it again otherwise.
+    events.onEnding((type, e) => publisher.deliver({ type, taskId: e.id, tenant: e.tenant, kind: e.kind, at: e.at, counts: counts(e) })),
     events.on('item.log', (e) =>
       publisher.publish({
         type: 'item.log',

@@ -181,6 +181,28 @@ export class TaskEventPublisher implements AsyncDisposable {
     }
   }
 
+  /**
+   * Sends an ending now, in order with what this publisher sent before, and resolves once the
+   * notification is sent; rejects when it could not be (the caller announces it again later).
+   */
+  deliver(input: TaskEvent): Promise<void> {
+    const parsed = taskEventSchema.safeParse(input);
+    if (!parsed.success) return Promise.reject(new Error(`refusing to deliver a malformed task event: ${parsed.error.message}`));
+    const event = parsed.data;
+    if (isStateEvent(event) && isTerminalEvent(event)) {
+      const pending = this.#pending.get(event.taskId);
+      if (pending?.timer) clearTimeout(pending.timer);
+      this.#pending.delete(event.taskId);
+      if (this.#ended.size >= 10_000) this.#ended.clear();
+      this.#ended.set(event.taskId, event.counts.round);
+    }
+    const job = this.#tail.then(() => this.#notify(event));
+    const settled = job.catch(() => {}).finally(() => this.#inFlight.delete(settled));
+    this.#tail = settled;
+    this.#inFlight.add(settled);
+    return job;
+  }
+
   /** Sends what is waiting (trailing progress included) and waits for it. */
   async flush(): Promise<void> {
     for (const [taskId, pending] of this.#pending) {

@@ -125,7 +125,12 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
       const offReconnect = options.subscriber.onReconnect(() => {
         void options.loadTask(taskId).then((now) => now && push(stateEventOf(now)), () => {});
       });
-      const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), heartbeatMs);
+      // With each heartbeat, a stream whose task has not ended reads its state again: an ending
+      // whose notification never came (its process died before the broadcast) still arrives.
+      const heartbeat = setInterval(() => {
+        void stream.write(': ping\n\n').catch(() => {});
+        if (!latest || !isTerminalEvent(latest)) void options.loadTask(taskId).then((now) => now && push(stateEventOf(now)), () => {});
+      }, heartbeatMs);
       let closed = false;
       const done = new Promise<void>((resolve) => {
         stream.onAbort(() => {

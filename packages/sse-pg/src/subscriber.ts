@@ -43,6 +43,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
   #connects = 0;
   #connectedAt = 0;
   #failures = 0;
+  #receiving: Promise<void> = Promise.resolve();
   #ready!: Promise<void>;
 
   constructor(options: ListenerOptions) {
@@ -120,7 +121,9 @@ export class TaskEventSubscriber implements AsyncDisposable {
       try {
         await client.connect();
         client.on('notification', (message) => {
-          if (message.channel === this.channel) void this.#receive(client, message.payload ?? '');
+          // One at a time, in arrival order: an event whose payload is read from its table is
+          // dispatched before the events that came after it.
+          if (message.channel === this.channel) this.#receiving = this.#receiving.then(() => this.#receive(client, message.payload ?? '')).catch((error: unknown) => this.#logger?.error('task event subscriber failed', { error: (error as Error).message }));
         });
         client.on('error', (error) => this.#lost(client, error));
         client.on('end', () => this.#lost(client, new Error('connection ended')));

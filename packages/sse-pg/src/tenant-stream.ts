@@ -119,9 +119,14 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
     const offTenant = options.subscriber.subscribeTenant(scope.tenant, receiveState);
     const offFocus = options.focus ? options.subscriber.subscribe(options.focus, receiveItem) : () => {};
     const offReconnect = options.subscriber.onReconnect(() => {
-      void load(new Date(lastId - margin)).catch(() => {});
+      void load(new Date((lastId || Date.now()) - margin)).catch(() => {});
     });
-    const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), heartbeatMs);
+    // With each heartbeat the states are read again (what changed since the last event sent): an
+    // ending whose notification never came still arrives.
+    const heartbeat = setInterval(() => {
+      void stream.write(': ping\n\n').catch(() => {});
+      void load(new Date((lastId || Date.now()) - margin)).catch(() => {});
+    }, heartbeatMs);
     const done = new Promise<void>((resolve) => {
       stream.onAbort(() => {
         closed = true;

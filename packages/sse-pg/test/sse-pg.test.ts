@@ -101,6 +101,17 @@ describe('publisher and subscriber', () => {
     off();
   });
 
+  it('delivers a stored (large) event in its place among the ones sent after it', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    publisher.publish(log(taskId, 'first'));
+    publisher.publish(log(taskId, 'y'.repeat(20 * 1024)));
+    for (let i = 0; i < 5; i++) publisher.publish(log(taskId, `after ${i}`));
+    await waitFor(() => events.length === 7, 'seven log lines');
+    expect(events.map((e) => (e.type === 'item.log' ? e.message.slice(0, 7) : e.type))).toEqual(['first', 'yyyyyyy', 'after 0', 'after 1', 'after 2', 'after 3', 'after 4']);
+    off();
+  });
+
   it('logs and skips notifications it cannot read, and keeps listening', async () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);

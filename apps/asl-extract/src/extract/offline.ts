@@ -27,6 +27,7 @@ const DESIGNS: Array<[RegExp, string]> = [
 export class OfflineExtractor implements Extractor {
   readonly model = 'offline-rules';
   readonly promptVersion = 'rules-v1';
+  readonly usesLlm = false;
 
   async extract(text: string): Promise<StudyData> {
     let studyDesign: StudyData['studyDesign'] = null;

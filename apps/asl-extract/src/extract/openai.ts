@@ -1,17 +1,6 @@
 import { TransientError } from '@fanout/core';
+import { chatCompletion, LlmAnswerError, parseJsonAnswer, type LlmConfig } from '@fanout/llm';
 import { studyDataSchema, type Extractor, type StudyData } from './study.ts';
-
-/** An HTTP answer that was not 2xx; the default classifier reads `status` and `headers`. */
-export class LlmHttpError extends Error {
-  override name = 'LlmHttpError';
-  readonly status: number;
-  readonly headers: Headers;
-  constructor(status: number, headers: Headers, body: string) {
-    super(`LLM answered HTTP ${status}: ${body.slice(0, 200)}`);
-    this.status = status;
-    this.headers = headers;
-  }
-}
 
 const PROMPT_VERSION = 'study-data-v1';
 const SYSTEM = `You extract study data from the full text of a research paper.
@@ -20,53 +9,41 @@ comparator, primaryOutcome. Each is null when the paper does not state it, other
 {"value": <string, or an integer for sampleSize>, "span": {"start": <offset>, "end": <offset>, "text": <the exact text>}}
 where start and end are character offsets into the text you were given.`;
 
-export interface OpenAiExtractorOptions {
-  /** e.g. https://api.openai.com/v1 or any OpenAI-compatible server. */
-  baseUrl: string;
-  apiKey: string;
-  model: string;
-  /** Text beyond this is cut (the model's context is finite). @default 60000 */
-  maxChars?: number;
-  /** @default 120000 */
-  timeoutMs?: number;
-}
+/** Text beyond this is cut (the model's context is finite). */
+const MAX_CHARS = 60_000;
 
 /**
- * An OpenAI-compatible chat-completions client. HTTP errors keep their status and headers, so
- * the default classifier retries 429 (after Retry-After) and 5xx and fails other 4xx at once.
+ * Study data from an OpenAI-compatible model (the platform's shared configuration, `@fanout/llm`).
+ * HTTP errors keep their status and headers, so the classifier retries 429 (after Retry-After) and
+ * 5xx and fails other 4xx at once; an answer that is not the study schema is retried too (models
+ * answer differently on a second try).
  */
 export class OpenAiExtractor implements Extractor {
   readonly model: string;
   readonly promptVersion = PROMPT_VERSION;
-  readonly #options: Required<OpenAiExtractorOptions>;
+  readonly usesLlm = true;
+  readonly #config: Pick<LlmConfig, 'baseUrl' | 'apiKey' | 'model' | 'timeoutMs'>;
 
-  constructor(options: OpenAiExtractorOptions) {
-    this.#options = { maxChars: 60_000, timeoutMs: 120_000, ...options };
-    this.model = options.model;
+  constructor(config: Pick<LlmConfig, 'baseUrl' | 'apiKey' | 'model'> & { timeoutMs?: number }) {
+    this.#config = { timeoutMs: 120_000, ...config };
+    this.model = config.model;
   }
 
   async extract(text: string, { signal }: { signal: AbortSignal }): Promise<StudyData> {
-    const response = await fetch(`${this.#options.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.#options.apiKey}` },
-      body: JSON.stringify({
-        model: this.model,
-        temperature: 0,
-        response_format: { type: 'json_object' },
-        messages: [
-          { role: 'system', content: SYSTEM },
-          { role: 'user', content: text.slice(0, this.#options.maxChars) },
-        ],
-      }),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(this.#options.timeoutMs)]),
-    });
-    const body = await response.text();
-    if (!response.ok) throw new LlmHttpError(response.status, response.headers, body);
     let content: unknown;
     try {
-      content = JSON.parse((JSON.parse(body) as { choices: { message: { content: string } }[] }).choices[0]!.message.content);
+      content = parseJsonAnswer(
+        await chatCompletion(this.#config, {
+          messages: [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: text.slice(0, MAX_CHARS) },
+          ],
+          signal,
+        }),
+      );
     } catch (error) {
-      throw new TransientError('the LLM answer was not the JSON asked for', { cause: error, code: 'llm_bad_answer' });
+      if (error instanceof LlmAnswerError) throw new TransientError(error.message, { cause: error, code: 'llm_bad_answer' });
+      throw error;
     }
     const parsed = studyDataSchema.safeParse(content);
     if (!parsed.success) throw new TransientError(`the LLM answer does not match the study schema: ${parsed.error.message}`, { code: 'llm_bad_answer' });

@@ -29,5 +29,7 @@ export interface Extraction {
 export interface Extractor {
   readonly model: string;
   readonly promptVersion: string;
+  /** Whether it calls the model (its calls then run under the platform's shared LLM limits). */
+  readonly usesLlm: boolean;
   extract(text: string, options: { signal: AbortSignal }): Promise<StudyData>;
 }

@@ -1,4 +1,4 @@
-import type { ColumnSpec, ConsoleConfig, ExportSpec, FieldSpec, ResolvedConsoleConfig, Source } from '../config.ts';
+import type { ColumnSpec, ConsoleConfig, ExportSpec, FieldSpec, PageSpec, PanelFilter, ResolvedConsoleConfig, RowAction, Source, TablePanel, TaskActionSpec } from '../config.ts';
 
 const FIELD_KINDS = ['multiselect', 'select', 'file', 'text', 'number'] as const;
 const FORMATS = ['text', 'number', 'ms', 'json'] as const;
@@ -70,6 +70,80 @@ function exportSpec(value: unknown, at: string): ExportSpec {
   return e;
 }
 
+const METHODS = ['POST', 'DELETE'] as const;
+
+function method(value: unknown, at: string): 'POST' | 'DELETE' {
+  if (!(METHODS as readonly unknown[]).includes(value)) fail(at, `must be one of ${METHODS.join(', ')}`);
+  return value as 'POST' | 'DELETE';
+}
+
+function strings(value: unknown, at: string): string[] {
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) fail(at, 'must be an array of strings');
+  return value as string[];
+}
+
+function filter(value: unknown, at: string): PanelFilter {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { name, label, options? }');
+  const f = value as PanelFilter;
+  if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(text(f.name, `${at}.name`))) fail(`${at}.name`, 'must be a query parameter name (letters, digits, _)');
+  text(f.label, `${at}.label`);
+  return { name: f.name, label: f.label, ...(f.options === undefined ? {} : { options: strings(f.options, `${at}.options`) }) };
+}
+
+function rowAction(value: unknown, at: string): RowAction {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { label, method, path }');
+  const a = value as RowAction;
+  text(a.label, `${at}.label`);
+  method(a.method, `${at}.method`);
+  path(a.path, `${at}.path`);
+  if (a.prompt !== undefined) text(a.prompt, `${at}.prompt`);
+  if (a.confirm !== undefined) text(a.confirm, `${at}.confirm`);
+  if (a.when !== undefined) {
+    if (typeof a.when !== 'object' || a.when === null) fail(`${at}.when`, 'must be an object { field, values }');
+    text(a.when.field, `${at}.when.field`);
+    strings(a.when.values, `${at}.when.values`);
+  }
+  return a;
+}
+
+function tablePanel(value: unknown, at: string): TablePanel {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { title, source, columns }');
+  const p = value as TablePanel;
+  text(p.title, `${at}.title`);
+  if (typeof p.source !== 'object' || p.source === null) fail(`${at}.source`, 'must be an object { path, list }');
+  path(p.source.path, `${at}.source.path`);
+  text(p.source.list, `${at}.source.list`);
+  if (p.empty !== undefined) text(p.empty, `${at}.empty`);
+  return {
+    title: p.title,
+    source: { path: p.source.path, list: p.source.list },
+    columns: array(p.columns, `${at}.columns`, column),
+    filters: array(p.filters, `${at}.filters`, filter),
+    rowActions: array(p.rowActions, `${at}.rowActions`, rowAction),
+    live: p.live === true,
+    empty: p.empty ?? 'Nothing to show.',
+  };
+}
+
+function taskAction(value: unknown, at: string): TaskActionSpec {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { label, method, path }');
+  const a = value as TaskActionSpec;
+  text(a.label, `${at}.label`);
+  method(a.method, `${at}.method`);
+  if (!path(a.path, `${at}.path`).includes('{id}')) fail(`${at}.path`, 'must contain the {id} placeholder');
+  if (a.when !== undefined) strings(a.when, `${at}.when`);
+  if (a.confirm !== undefined) text(a.confirm, `${at}.confirm`);
+  return a;
+}
+
+function page(value: unknown, at: string): PageSpec {
+  if (typeof value !== 'object' || value === null) fail(at, 'must be an object { title, slug, panels }');
+  const p = value as PageSpec;
+  text(p.title, `${at}.title`);
+  if (!/^[a-z0-9-]+$/.test(text(p.slug, `${at}.slug`))) fail(`${at}.slug`, 'must match [a-z0-9-]+');
+  return { title: p.title, slug: p.slug, panels: array(p.panels, `${at}.panels`, tablePanel) };
+}
+
 function array<T>(value: unknown, field: string, each: (v: unknown, at: string) => T): T[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) fail(field, 'must be an array');
@@ -106,5 +180,8 @@ export function resolveConfig(config: ConsoleConfig): ResolvedConsoleConfig {
     newTask: { title: panel.title, submitLabel: panel.submitLabel, fields, options: panel.options === true },
     columns: array(config.columns, 'columns', column),
     exports: array(config.exports, 'exports', exportSpec),
+    detailPanels: array(config.detailPanels, 'detailPanels', tablePanel),
+    taskActions: array(config.taskActions, 'taskActions', taskAction),
+    pages: array(config.pages, 'pages', page),
   };
 }

@@ -23,6 +23,8 @@ export interface AppServices {
   /** Says something through the polite live region, without a toast. */
   announce(text: string): void;
   confirm(request: ConfirmRequest): Promise<boolean>;
+  /** A confirmation that asks for a text (`request.prompt`); null when backed out. */
+  ask(request: ConfirmRequest & { prompt: string }): Promise<string | null>;
   navigate(route: Route, options?: { replace?: boolean }): void;
 }
 

@@ -12,7 +12,7 @@ const valid: ConsoleConfig = {
 
 describe('resolveConfig', () => {
   it('applies the defaults', () => {
-    expect(resolveConfig(valid)).toEqual({ ...valid, assetsBase: '/console/', columns: [], exports: [], newTask: { ...valid.newTask, options: false } });
+    expect(resolveConfig(valid)).toEqual({ ...valid, assetsBase: '/console/', columns: [], exports: [], detailPanels: [], taskActions: [], pages: [], newTask: { ...valid.newTask, options: false } });
     expect(resolveConfig({ ...valid, assetsBase: '/ui', apiBase: '/api/iit/' })).toMatchObject({ assetsBase: '/ui/', apiBase: '/api/iit' });
   });
 
@@ -30,6 +30,13 @@ describe('resolveConfig', () => {
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'file', name: 'f', label: 'F' }] } })).toThrow('config.newTask.fields[0].upload must be an object { path, idField }');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'a', label: 'A' }, { kind: 'text', name: 'a', label: 'B' }] } })).toThrow('config.newTask.fields[1].name repeats the name "a"');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id' } }] } })).toThrow('config.newTask.fields[0].source.label must be a non-empty string');
+    const panel = { title: 'Rules', source: { path: '/runs/{id}/rules', list: 'rules' }, columns: [{ label: 'Rule', path: 'ruleId' }] };
+    expect(bad({ detailPanels: [{ ...panel, source: { path: 'runs', list: 'rules' } }] })).toThrow(/config\.detailPanels\[0\]\.source\.path must be a path on the same origin/);
+    expect(bad({ detailPanels: [{ ...panel, rowActions: [{ label: 'Exclude', method: 'PUT', path: '/x/{key}' }] }] })).toThrow('config.detailPanels[0].rowActions[0].method must be one of POST, DELETE');
+    expect(bad({ detailPanels: [{ ...panel, filters: [{ name: 'a b', label: 'A' }] }] })).toThrow('config.detailPanels[0].filters[0].name must be a query parameter name (letters, digits, _)');
+    expect(bad({ taskActions: [{ label: 'Publish', method: 'POST', path: '/loads/publish' }] })).toThrow('config.taskActions[0].path must contain the {id} placeholder');
+    expect(bad({ pages: [{ title: 'Queries', slug: 'Queries!', panels: [] }] })).toThrow('config.pages[0].slug must match [a-z0-9-]+');
+    expect(resolveConfig({ ...valid, detailPanels: [panel] }).detailPanels).toEqual([{ ...panel, filters: [], rowActions: [], live: false, empty: 'Nothing to show.' }]);
   });
 });
 

@@ -60,6 +60,9 @@ describe('the HTML shell at /', () => {
       newTask: { ...config.newTask, options: false },
       columns: [],
       exports: config.exports,
+      detailPanels: [],
+      taskActions: [],
+      pages: [],
     });
     // Nothing inline runs: the only scripts are the bundle and the JSON data block.
     expect(html.match(/<script[^>]*>/g)).toEqual([expect.stringMatching(/^<script type="module" src="\/console\/console-[A-Z0-9]+\.js">$/), '<script type="application/json" id="fanout-console-config">']);

@@ -150,9 +150,14 @@ export interface FanoutDefinition<TInputSchema extends z.ZodType = z.ZodType, TI
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyFanoutDefinition = FanoutDefinition<any, any, any>;
 
-function positiveInt(value: number, field: string, min = 1): number {
-  if (!Number.isInteger(value) || value < min) {
-    throw new FanoutError('invalid_argument', `${field}: must be an integer >= ${min}, got ${value}`, { field });
+/** The largest count a counter column holds. */
+export const INT32_MAX = 2 ** 31 - 1;
+/** The longest deadline a task may have: a year. */
+export const MAX_DEADLINE_MS = 365 * 24 * 3600_000;
+
+function positiveInt(value: number, field: string, min = 1, max = INT32_MAX): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new FanoutError('invalid_argument', `${field}: must be an integer from ${min} to ${max}, got ${value}`, { field });
   }
   return value;
 }
@@ -162,7 +167,7 @@ export function resolveLimits(
   prefix: string,
 ): { maxFailures: number | null; maxFailureRatio: number | null; deadlineMs: number | null } {
   const maxFailures = options.maxFailures ?? null;
-  if (maxFailures !== null) positiveInt(maxFailures, `${prefix}maxFailures`, 0);
+  if (maxFailures !== null) positiveInt(maxFailures, `${prefix}maxFailures`, 0, INT32_MAX);
   const maxFailureRatio = options.maxFailureRatio ?? null;
   if (maxFailureRatio !== null && !(maxFailureRatio >= 0 && maxFailureRatio <= 1)) {
     throw new FanoutError('invalid_argument', `${prefix}maxFailureRatio: must be between 0 and 1, got ${maxFailureRatio}`, {
@@ -170,7 +175,7 @@ export function resolveLimits(
     });
   }
   const deadlineMs = options.deadlineMs ?? null;
-  if (deadlineMs !== null) positiveInt(deadlineMs, `${prefix}deadlineMs`);
+  if (deadlineMs !== null) positiveInt(deadlineMs, `${prefix}deadlineMs`, 1, MAX_DEADLINE_MS);
   return { maxFailures, maxFailureRatio, deadlineMs };
 }
 

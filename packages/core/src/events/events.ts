@@ -34,6 +34,9 @@ export interface FanoutEventMap {
 }
 
 export type FanoutEventName = keyof FanoutEventMap;
+export type EndingEventName = 'task.completed' | 'task.failed' | 'task.cancelled';
+/** Takes a task's ending durably (`FanoutEvents.onEnding`). */
+export type EndingListener = (type: EndingEventName, event: TaskEvent) => Promise<void>;
 export type Listener<K extends FanoutEventName> = (event: FanoutEventMap[K]) => void | Promise<void>;
 
 /**
@@ -42,6 +45,7 @@ export type Listener<K extends FanoutEventName> = (event: FanoutEventMap[K]) => 
  */
 export class FanoutEvents {
   readonly #listeners = new Map<FanoutEventName, Set<Listener<any>>>();
+  readonly #ending = new Set<EndingListener>();
   readonly #onListenerError: (error: unknown, event: FanoutEventName) => void;
 
   constructor(onListenerError: (error: unknown, event: FanoutEventName) => void) {
@@ -76,6 +80,24 @@ export class FanoutEvents {
         this.#report(error, event);
       }
     }
+  }
+
+  /**
+   * A listener that must take every task ending for the ending to count as announced: a broadcast
+   * to other processes, say. It is awaited; when it rejects, the ending is announced again later
+   * (by the maintenance loop), so it may see an ending more than once and should be idempotent.
+   */
+  onEnding(listener: EndingListener): () => void {
+    this.#ending.add(listener);
+    return () => this.#ending.delete(listener);
+  }
+
+  /** Emits an ending to its listeners, then delivers it to the `onEnding` ones; rejects if one of those failed. */
+  async deliverEnding(type: EndingEventName, event: TaskEvent): Promise<void> {
+    this.emit(type, event);
+    const results = await Promise.allSettled([...this.#ending].map(async (listener) => listener(type, event)));
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed.length > 0) throw new AggregateError(failed.map((f) => f.reason), `${failed.length} ending listener(s) failed`);
   }
 
   #report(error: unknown, event: FanoutEventName): void {

@@ -8,8 +8,9 @@ export interface GlobalLimitOptions {
   /** Holders at once across every process sharing the database. */
   limit: number;
   /**
-   * A holder's slot is recovered this long after its last renewal if the holder dies. Live
-   * holders renew every third of it. @default 30000
+   * A holder's slot is recovered this long after its last renewal if the holder dies (so a
+   * killed worker holds up the others this long at most). Live holders renew every third of it.
+   * @default the runtime's `worker.limitLeaseMs` (6000)
    */
   leaseMs?: number;
   /** Longest pause between two tries while waiting for a slot. @default 250 */
@@ -68,7 +69,7 @@ export class GlobalLimit {
     this.#store = store;
     this.name = name;
     this.limit = options.limit;
-    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseMs = options.leaseMs ?? 6_000;
     this.#maxPollMs = options.maxPollMs ?? 250;
     this.#onLost = options.onLost;
     this.#observer = observer;

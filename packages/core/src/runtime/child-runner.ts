@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Job } from 'pg-boss';
 import type { AnyFanoutDefinition, ItemContext } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
-import { FanoutError, PermanentError } from '../errors/errors.ts';
+import { FanoutError } from '../errors/errors.ts';
+import { assertStorable, withoutNul } from './storable.ts';
 import type { ItemEventBase } from '../events/events.ts';
 import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
@@ -16,6 +17,12 @@ export interface ChildJobData {
   itemId: string;
 }
 
+/**
+ * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond
+ * the task's deadline, the item fails now with the reason instead of waiting.
+ */
+export const MAX_RETRY_DELAY_MS = 24 * 3600_000;
+
 /** Delay before retry `attempt + 1`: exponential with jitter, never sooner than Retry-After. */
 export function retryDelayMs(definition: AnyFanoutDefinition, attempt: number, retryAfterMs?: number): number {
   const { retryDelaySeconds, retryBackoff, retryDelayMaxSeconds } = definition.resolved.child;
@@ -25,25 +32,10 @@ export function retryDelayMs(definition: AnyFanoutDefinition, attempt: number, r
     delay = exp / 2 + Math.random() * (exp / 2);
   }
   delay = Math.min(delay, retryDelayMaxSeconds * 1000);
-  return Math.round(Math.max(delay, retryAfterMs ?? 0));
-}
-
-/**
- * A result is stored as JSON: one that cannot be (a BigInt, a cycle, a NUL character, which
- * PostgreSQL's jsonb refuses) fails its item now, with a reason, instead of failing its settle.
- */
-function assertStorable(result: unknown): void {
-  if (result === null || result === undefined) return;
-  let json: string;
-  try {
-    json = JSON.stringify(result);
-  } catch (error) {
-    throw new PermanentError(`result: cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`, { code: 'invalid_result' });
-  }
-  // A NUL escape, not an escaped backslash followed by "u0000".
-  if (/(?<!\\)(?:\\\\)*\\u0000/.test(json)) {
-    throw new PermanentError('result: contains a NUL character (\\u0000), which PostgreSQL cannot store', { code: 'invalid_result' });
-  }
+  // A Retry-After that is not a finite number of ms (a date years away, garbage) is "too far".
+  const after = retryAfterMs === undefined ? 0 : Number.isFinite(retryAfterMs) ? retryAfterMs : Number.POSITIVE_INFINITY;
+  const wanted = Math.max(delay, after);
+  return Math.round(Math.min(wanted, Number.MAX_SAFE_INTEGER));
 }
 
 /**
@@ -146,7 +138,7 @@ export class ChildRunner {
       attempt: item.attempt,
     };
     let outcome: Outcome | null = null;
-    let release: { error: ItemError; delayMs: number } | null = null;
+    let release: { error: ItemError; delayMs: number; refund?: boolean } | null = null;
     let startedAt: number | null = null;
     try {
       await this.#limit.acquire(controller.signal);
@@ -169,7 +161,8 @@ export class ChildRunner {
         const snapshot = definition.item.parse(item.snapshot);
         let result = await definition.runItem(snapshot, itemContext);
         if (definition.result) result = definition.result.parse(result);
-        assertStorable(result);
+        // A result that cannot be stored fails its item now, with a reason, instead of its settle.
+        assertStorable(result, 'result', 'invalid_result');
         outcome = { itemId: item.itemId, token, status: 'succeeded', result: result ?? null };
       } finally {
         ctx.stats.inFlight--;
@@ -178,21 +171,29 @@ export class ChildRunner {
     } catch (error) {
       if (why === 'task_stopped') {
         outcome = { itemId: item.itemId, token, status: 'cancelled' };
-      } else if (why === 'claim_lost' || why === 'shutdown') {
-        // Another worker owns the item now (or will, once this process's lease lapses).
+      } else if (why === 'claim_lost') {
+        // Another worker owns the item now.
         outcome = null;
+      } else if (why === 'shutdown') {
+        // Not a failure: the item goes back at once, and the attempt it was on does not count (a
+        // rolling deploy must not use up items' attempts). If the store cannot be reached, the
+        // lease lapses and the maintenance loop gives the item again.
+        release = { error: { code: 'shutdown', message: 'its process shut down before it finished', attempt: item.attempt }, delayMs: 0, refund: true };
       } else {
         const classified = (definition.classify ?? defaultClassifier)(error);
         const itemError: ItemError =
           why === 'expired'
             ? { code: 'expired', message: `job expired after ${definition.resolved.child.expireInSeconds}s`, attempt: item.attempt }
-            : { code: classified.code, message: classified.message, attempt: item.attempt };
+            : { code: withoutNul(classified.code), message: withoutNul(classified.message), attempt: item.attempt };
         const transient = why === 'expired' || classified.kind === 'transient';
-        if (transient && item.attempt < item.maxAttempts) {
-          release = { error: itemError, delayMs: retryDelayMs(definition, item.attempt, classified.retryAfterMs) };
+        const delayMs = transient ? retryDelayMs(definition, item.attempt, classified.retryAfterMs) : 0;
+        const tooLate = delayMs > MAX_RETRY_DELAY_MS || (item.deadlineAt !== null && Date.now() + delayMs >= item.deadlineAt.getTime());
+        if (transient && item.attempt < item.maxAttempts && !tooLate) {
+          release = { error: itemError, delayMs };
         } else {
           // Out of attempts on a transient failure, it may well work later; a permanent one will not.
-          outcome = { itemId: item.itemId, token, status: 'failed', error: { ...itemError, retryable: transient } };
+          const why = transient && item.attempt < item.maxAttempts ? ` (its next attempt would be in ${Math.round(delayMs / 1000)} s, ${delayMs > MAX_RETRY_DELAY_MS ? 'more than a day away' : "after the task's deadline"})` : '';
+          outcome = { itemId: item.itemId, token, status: 'failed', error: { ...itemError, message: `${itemError.message}${why}`, retryable: transient } };
         }
         ctx.logger.debug('item failed', { taskId: item.taskId, itemId: item.itemId, ...itemError, retry: !!release, ...errorFields(error) });
       }
@@ -218,16 +219,16 @@ export class ChildRunner {
     token: string,
     base: ItemEventBase,
     recorded: Outcome | null,
-    release: { error: ItemError; delayMs: number } | null,
+    release: { error: ItemError; delayMs: number; refund?: boolean } | null,
     durationMs: number | null,
   ): Promise<void> {
     const ctx = this.#ctx;
     let outcome = recorded;
 
     if (release) {
-      const released = await this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs });
+      const released = await this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) });
       if (released) {
-        ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
+        if (!release.refund) ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
         return;
       }
       // The task stopped meanwhile: there will be no retry, so the item ends here, cancelled.

@@ -13,6 +13,8 @@ export interface WorkerSettings {
   controlPollMs: number;
   pollingIntervalSeconds: number;
   managerConcurrency: number;
+  /** Lease of a global-limit slot (renewed every third of it while held). */
+  limitLeaseMs: number;
 }
 
 /** What the runtime's parts share. Internal. */
@@ -30,6 +32,8 @@ export interface RuntimeContext {
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
+  /** Emits a task's ending and delivers it to the durable listeners; records it as announced when they took it. */
+  announceEnding(task: TaskCounts): Promise<void>;
   reportError(error: unknown, context: string): void;
   /** Whether the task's manager job can still run (queued, active, or waiting for a retry). */
   managerAlive(task: TaskCounts): Promise<boolean>;

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { FanoutError } from '../errors/errors.ts';
 import type { RuntimeContext } from './context.ts';
 import { errorFields } from './logger.ts';
 
@@ -6,8 +8,13 @@ export interface MaintenanceSettings {
   intervalMs: number;
   /** Unfinished tasks untouched this long get their counters recomputed from item rows. @default 60000 */
   reconcileIdleMs: number;
-  /** Lease of a fan-in hook run; a crashed run is retried after it. @default 60000 */
+  /** Lease of a fan-in hook run, renewed while it runs; a crashed run is retried after it. @default 60000 */
   fanInLeaseMs: number;
+  /**
+   * An ending not recorded as announced this long after it happened (its process died, or the
+   * broadcast failed) is announced again by a maintenance pass. @default 30000
+   */
+  announceGraceMs: number;
 }
 
 /**
@@ -21,6 +28,7 @@ export interface MaintenanceSettings {
  *   settled; a task whose manager job is gone for good is stopped, and stray pending items of a
  *   stopping task are cancelled;
  * - requeue orphaned items: pending items of a quiet running task get jobs again when none is queued;
+ * - announce missed endings: a task that ended without its ending being delivered gets it again;
  * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
@@ -68,6 +76,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
     }
   }
 
+  await announceMissedEndings(ctx, kinds, settings);
   await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
 
   // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
@@ -77,23 +86,54 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
 
 /**
  * Runs the fan-in hook of finished tasks (one task when `taskId` is given), each under a lease
- * so exactly one process runs it per round; a failed or crashed run is retried by a later
- * maintenance pass.
+ * held with an owner token and renewed while the hook runs, so exactly one process runs it per
+ * round: a process that stalls past the lease loses it (its hook's signal aborts, and it cannot
+ * complete the round), and a failed or crashed run is retried by a later maintenance pass.
  */
 export async function runFanIns(ctx: RuntimeContext, taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<void> {
   for (;;) {
-    const task = await ctx.store.claimFanIn(taskId, kinds, leaseMs);
+    const token = randomUUID();
+    const task = await ctx.store.claimFanIn(taskId, kinds, leaseMs, token);
     if (!task) return;
     const definition = ctx.definition(task.kind);
+    const lost = new AbortController();
+    const renew = setInterval(() => {
+      ctx.store.renewFanIn(task.id, token, leaseMs).then(
+        (held) => {
+          if (!held) lost.abort(new FanoutError('aborted', `the fan-in lease of task ${task.id} was lost`));
+        },
+        () => {
+          // A failed renewal is tried again at the next tick; the lease covers two missed ones.
+        },
+      );
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+    renew.unref();
     try {
-      await definition.onFinish?.(task, { logger: ctx.logger, signal: ctx.shutdown });
-      await ctx.store.completeFanIn(task.id, task.round);
+      await definition.onFinish?.(task, { logger: ctx.logger, signal: AbortSignal.any([ctx.shutdown, lost.signal]) });
+      clearInterval(renew);
+      if (!(await ctx.store.completeFanIn(task.id, task.round, token))) {
+        ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { taskId: task.id, round: task.round });
+      }
     } catch (error) {
+      clearInterval(renew);
       ctx.logger.error('fan-in hook failed; it will be retried', { taskId: task.id, ...errorFields(error) });
-      await ctx.store.releaseFanIn(task.id, Math.min(leaseMs, 30_000));
+      await ctx.store.releaseFanIn(task.id, token, Math.min(leaseMs, 30_000));
       ctx.reportError(error, `fan-in of task ${task.id}`);
       return;
     }
     if (taskId) return;
+  }
+}
+
+/**
+ * Announces the endings that were never recorded as announced (their process died between the
+ * commit and the announcement, or the broadcast failed), a while after they happened.
+ */
+export async function announceMissedEndings(ctx: RuntimeContext, kinds: readonly string[], settings: MaintenanceSettings): Promise<void> {
+  // A short claim: if this process cannot deliver (its broadcast is broken), another takes over soon.
+  const due = await ctx.store.claimUnannounced(kinds, settings.announceGraceMs, 10_000, 100);
+  for (const task of due) {
+    ctx.logger.warn('announcing an ending that was not announced', { taskId: task.id, status: task.status, round: task.round });
+    await ctx.announceEnding(task);
   }
 }

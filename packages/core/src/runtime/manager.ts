@@ -1,10 +1,11 @@
 import type { JobWithMetadata } from 'pg-boss';
 import type { AnyFanoutDefinition, ListedItem } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
-import { PermanentError } from '../errors/errors.ts';
+import { FanoutError, PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { errorFields } from './logger.ts';
+import { storableProblem, withoutNul } from './storable.ts';
 
 export interface ManagerJobData {
   taskId: string;
@@ -61,8 +62,9 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
   job.signal.addEventListener('abort', onAbort, { once: true });
   const finalAttempt = job.retryCount >= job.retryLimit;
   try {
-    if (task.status === 'running') await dispatch(ctx, definition, task, controller.signal);
-    const finished = await ctx.store.finishDispatch(taskId);
+    // A task that stopped before (or while) its items were listed has a dispatch cut short.
+    const listedAll = task.status === 'running' && (await dispatch(ctx, definition, task, controller.signal));
+    const finished = await ctx.store.finishDispatch(taskId, { cutShort: !listedAll });
     if (finished) ctx.afterSettle({ settled: [], tasks: [finished] });
   } catch (error) {
     // A shutdown or an expiry is not the task's failure: the job is retried (on another process).
@@ -81,8 +83,33 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
   }
 }
 
-async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, task: TaskRecord, signal: AbortSignal): Promise<void> {
+/** Lists and inserts the task's items; false when the task stopped before the listing ended. */
+async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, task: TaskRecord, runtimeSignal: AbortSignal): Promise<boolean> {
   const input = definition.input.parse(task.input);
+  // The listing's signal also aborts when the task stops (a cancel, its deadline, its failures):
+  // a page insert says so, and between pages the task's status is looked at every controlPollMs.
+  const stop = new AbortController();
+  const stopped = () => stop.abort(new FanoutError('aborted', `task ${task.id} stopped; its dispatch ends`));
+  const watch = setInterval(() => {
+    ctx.store.stoppedTasks([task.id]).then(
+      (ids) => ids.length > 0 && stopped(),
+      () => {},
+    );
+  }, ctx.settings.controlPollMs);
+  watch.unref();
+  try {
+    return await listAndInsert(ctx, definition, task, input, AbortSignal.any([runtimeSignal, stop.signal]), stopped);
+  } catch (error) {
+    // The task stopped: what is in stays, the rest is never sent; that is no failure.
+    if (stop.signal.aborted && !runtimeSignal.aborted) return false;
+    throw error;
+  } finally {
+    clearInterval(watch);
+  }
+}
+
+/** True when the listing reached its end and every page went in. */
+async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinition, task: TaskRecord, input: unknown, signal: AbortSignal, onStopped: () => void): Promise<boolean> {
   const listed = await definition.listItems(input, {
     task: { id: task.id, tenant: task.tenant },
     signal,
@@ -95,6 +122,7 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
   let stopped = false;
   let failure: unknown = null;
   let seq = 0;
+  let reachedEnd = false;
   // A queue table that grew from nothing to many thousand jobs in seconds has planner
   // statistics from when it was empty, and pg-boss's fetch then costs time in proportion to the
   // queue (measured: 34 ms per fetch at 100,000 queued jobs, 4.6 ms after ANALYZE). Refresh them
@@ -115,17 +143,26 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
         if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
           throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
         }
-        // A snapshot that does not match the item schema fails that item, not the task.
+        // A key no text column can hold (a NUL) is stored with U+FFFD in its place, and its item fails.
+        const key = withoutNul(listed.key);
+        if (key !== listed.key) return { key, seq, snapshot: null, error: { code: 'invalid_key', message: 'key: contains a NUL character (\\u0000), which PostgreSQL cannot store', retryable: false } };
+        // A snapshot that does not match the item schema, or cannot be stored, fails that item, not the task.
         const parsed = definition.item.safeParse(listed.snapshot);
-        return parsed.success
-          ? { key: listed.key, seq, snapshot: parsed.data }
-          : { key: listed.key, seq, snapshot: listed.snapshot ?? null, error: { code: 'validation', message: `snapshot: ${parsed.error.message}`, retryable: false } };
+        if (!parsed.success) {
+          const raw = storableProblem(listed.snapshot) ? null : (listed.snapshot ?? null);
+          return { key, seq, snapshot: raw, error: { code: 'validation', message: withoutNul(`snapshot: ${parsed.error.message}`), retryable: false } };
+        }
+        const problem = storableProblem(parsed.data);
+        return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
       });
       const insert: Promise<void> = ctx.store
         .insertItems(task.id, items, ctx.enqueueChildren)
         .then((result) => {
           // Stopped while dispatching: what is in stays, the rest is never sent.
-          if (result.status !== 'running') stopped = true;
+          if (result.status !== 'running') {
+            stopped = true;
+            onStopped();
+          }
         })
         .catch((error: unknown) => {
           failure ??= error;
@@ -134,9 +171,12 @@ async function dispatch(ctx: RuntimeContext, definition: AnyFanoutDefinition, ta
       inFlight.add(insert);
       if (inFlight.size >= pagesInFlight) await Promise.race(inFlight);
     }
+    reachedEnd = !stopped && !failure;
   } finally {
     // Pages already on their way finish (or roll back) before the manager reports anything.
     await Promise.all(inFlight);
   }
   if (failure) throw failure;
+  // A page that found the task stopped inserted nothing, even as the last one.
+  return reachedEnd && !stopped;
 }

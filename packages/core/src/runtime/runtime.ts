@@ -26,6 +26,7 @@ import { operationsSnapshot, type OperationsSnapshot } from '../operations/snaps
 import { RuntimeStats } from '../operations/runtime-stats.ts';
 import { ChildRunner, type ChildJobData } from './child-runner.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
+import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, type Logger } from './logger.ts';
 import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
@@ -100,12 +101,14 @@ const DEFAULT_WORKER: WorkerSettings = {
   controlPollMs: 1_000,
   pollingIntervalSeconds: 0.5,
   managerConcurrency: 2,
+  limitLeaseMs: 6_000,
 };
 
 const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   intervalMs: 5_000,
   reconcileIdleMs: 60_000,
   fanInLeaseMs: 60_000,
+  announceGraceMs: 30_000,
 };
 
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings): void {
@@ -115,14 +118,23 @@ function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings)
     ['worker.leaseMs', worker.leaseMs, 1000],
     ['worker.controlPollMs', worker.controlPollMs, 10],
     ['worker.managerConcurrency', worker.managerConcurrency, 1],
+    ['worker.limitLeaseMs', worker.limitLeaseMs, 300],
     ['maintenance.intervalMs', maintenance.intervalMs, 10],
     ['maintenance.reconcileIdleMs', maintenance.reconcileIdleMs, 0],
     ['maintenance.fanInLeaseMs', maintenance.fanInLeaseMs, 1000],
+    ['maintenance.announceGraceMs', maintenance.announceGraceMs, 0],
   ];
   for (const [field, value, min] of ints) {
     if (!Number.isInteger(value) || value < min) {
       throw new FanoutError('invalid_argument', `${field}: must be an integer >= ${min}, got ${value}`, { field });
     }
+  }
+  // Leases are renewed every controlPollMs: at a third of the lease or more, one slow renewal lets
+  // a live worker's claims lapse, and its items run twice.
+  if (worker.controlPollMs * 3 > worker.leaseMs) {
+    throw new FanoutError('invalid_argument', `worker.controlPollMs: must be at most a third of worker.leaseMs (${Math.floor(worker.leaseMs / 3)}), got ${worker.controlPollMs}`, {
+      field: 'worker.controlPollMs',
+    });
   }
   if (!(worker.pollingIntervalSeconds >= 0.5)) {
     throw new FanoutError('invalid_argument', 'worker.pollingIntervalSeconds: must be >= 0.5', { field: 'worker.pollingIntervalSeconds' });
@@ -155,6 +167,8 @@ export class Fanout implements AsyncDisposable {
   readonly stats = new RuntimeStats();
   readonly #itemLogs: ItemLogBuffer;
   #presence: Presence | null = null;
+  /** This process works jobs or runs the maintenance loop (an API process does neither). */
+  #runsJobs = false;
   #state: 'new' | 'starting' | 'started' | 'stopping' | 'stopped' = 'new';
 
   constructor(options: FanoutRuntimeOptions) {
@@ -197,6 +211,7 @@ export class Fanout implements AsyncDisposable {
       enqueueChildren: (tx, items) => self.#enqueueChildren(tx, items),
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
+      announceEnding: (task) => self.#announceEnding(task),
       reportError: (error, context) => self.#reportError(error, context),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
@@ -284,6 +299,7 @@ export class Fanout implements AsyncDisposable {
       };
       schedule();
     }
+    this.#runsJobs = (options.managers ?? true) || (options.children ?? true) || (options.maintenance ?? true);
     if (options.presence ?? true) {
       const works = (options.managers ?? true) || (options.children ?? true);
       this.#presence = new Presence(this.store, this.stats, {
@@ -345,6 +361,8 @@ export class Fanout implements AsyncDisposable {
     this.#assertStarted();
     const def = typeof definition === 'string' ? this.definition(definition) : this.definition(definition.name);
     const parsed = def.input.parse(input);
+    const problem = storableProblem(parsed);
+    if (problem) throw new FanoutError('invalid_argument', `input: ${problem}`, { field: 'input' });
     const limits = resolveLimits(
       {
         maxFailures: options.maxFailures === undefined ? def.resolved.maxFailures : options.maxFailures,
@@ -471,8 +489,9 @@ export class Fanout implements AsyncDisposable {
    * A strict concurrency limit shared by every process on this database. The same name and
    * options give the same object, so handlers may call this per item.
    */
-  globalLimit(name: string, options: GlobalLimitOptions): GlobalLimit {
-    const key = `global:${name}:${options.limit}:${options.leaseMs ?? ''}:${options.maxPollMs ?? ''}`;
+  globalLimit(name: string, given: GlobalLimitOptions): GlobalLimit {
+    const options = { ...given, leaseMs: given.leaseMs ?? this.#worker.limitLeaseMs };
+    const key = `global:${name}:${options.limit}:${options.leaseMs}:${options.maxPollMs ?? ''}`;
     let limit = this.#limits.get(key) as GlobalLimit | undefined;
     if (!limit) {
       const onLost = options.onLost ?? ((lost: string) => this.logger.warn('a global limit slot lapsed while held; the limit may be exceeded until the call ends', { limit: lost }));
@@ -557,17 +576,31 @@ export class Fanout implements AsyncDisposable {
     }
   }
 
-  /** Emits the terminal event of a task this process finished, and runs its fan-in. */
+  /** Announces the ending of a task this process finished, and runs its fan-in. */
   #announceTask(task: SettledTask): void {
     if (!task.finished) return;
-    const event = { ...taskCountsOf(task), at: Date.now() };
-    if (task.status === 'completed') this.events.emit('task.completed', event);
-    else if (task.status === 'failed') this.events.emit('task.failed', event);
-    else if (task.status === 'cancelled') this.events.emit('task.cancelled', event);
-    if (this.#definitions.has(task.kind) && this.#state === 'started') {
+    void this.#announceEnding(task);
+    // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
+    if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
       runFanIns(this.#ctx, task.id, [task.kind], this.#maintenance.fanInLeaseMs).catch((error) =>
         this.#reportError(error, `fan-in of task ${task.id}`),
       );
+    }
+  }
+
+  /**
+   * Emits a task's ending and delivers it to the durable listeners (`events.onEnding`, such as a
+   * broadcast); records the round as announced once they took it. If the process dies first or a
+   * listener fails, the maintenance loop announces it again.
+   */
+  async #announceEnding(task: TaskCounts): Promise<void> {
+    const type = task.status === 'completed' ? 'task.completed' : task.status === 'failed' ? 'task.failed' : task.status === 'cancelled' ? 'task.cancelled' : null;
+    if (!type) return;
+    try {
+      await this.events.deliverEnding(type, { ...taskCountsOf(task), at: Date.now() });
+      await this.store.markAnnounced(task.id, task.round);
+    } catch (error) {
+      this.#reportError(error, `announcing the ending of task ${task.id} (it will be announced again)`);
     }
   }
 

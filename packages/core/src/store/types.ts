@@ -186,6 +186,8 @@ export interface ClaimedItem {
   attempt: number;
   maxAttempts: number;
   round: number;
+  /** The task's deadline, when it has one (a retry later than it is pointless). */
+  deadlineAt: Date | null;
 }
 
 export interface ClaimResult {
@@ -226,6 +228,8 @@ export interface Release {
   error: ItemError;
   /** Not before this delay (backoff, Retry-After). */
   delayMs: number;
+  /** Give the attempt back: the item did not fail, its process is shutting down. */
+  refund?: boolean;
 }
 
 export interface StopResult {
@@ -405,8 +409,12 @@ export interface FanoutStore {
    * concurrently.
    */
   insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult>;
-  /** Marks dispatch done (`total` is final) and finishes the task if every item is settled. */
-  finishDispatch(taskId: string): Promise<SettledTask | null>;
+  /**
+   * Marks dispatch done (`total` is final) and finishes the task if every item is settled.
+   * `cutShort`: the listing did not reach its end (the task stopped while it ran), so the task
+   * cannot be retried (`retryFailed` would end it `completed` with items that were never listed).
+   */
+  finishDispatch(taskId: string, options?: { cutShort?: boolean }): Promise<SettledTask | null>;
 
   // -- children ------------------------------------------------------------------------------
   /**
@@ -482,14 +490,23 @@ export interface FanoutStore {
   /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**
-   * Takes the fan-in of a finished task whose current round has not had it, under a lease.
-   * Returns the task when this caller should run the hook.
+   * Takes the fan-in of a finished task whose current round has not had it, under a lease held by
+   * `token`. Returns the task when this caller should run the hook.
    */
-  claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<TaskRecord | null>;
-  /** Records that the fan-in of `round` ran. */
-  completeFanIn(taskId: string, round: number): Promise<void>;
+  claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null>;
+  /** Extends a fan-in lease held under `token`; false when it was lost to another process. */
+  renewFanIn(taskId: string, token: string, leaseMs: number): Promise<boolean>;
+  /** Records that the fan-in of `round` ran, only for the holder of `token`; false otherwise. */
+  completeFanIn(taskId: string, round: number, token: string): Promise<boolean>;
   /** Gives up a fan-in lease after the hook failed, so it is tried again after `retryInMs`. */
-  releaseFanIn(taskId: string, retryInMs: number): Promise<void>;
+  releaseFanIn(taskId: string, token: string, retryInMs: number): Promise<void>;
+  /** Records that the ending of `round` was announced (delivered to the durable listeners). */
+  markAnnounced(taskId: string, round: number): Promise<void>;
+  /**
+   * Finished tasks of `kinds` whose ending was never recorded as announced and that ended more than
+   * `graceMs` ago, each claimed for `leaseMs` so one process announces it.
+   */
+  claimUnannounced(kinds: readonly string[], graceMs: number, leaseMs: number, limit: number): Promise<TaskCounts[]>;
 
   // -- global limits -------------------------------------------------------------------------
   /** Takes one of `limit` slots of `name` for `holder` until released or `holdMs` passes. */

@@ -6,11 +6,8 @@ export interface ConformanceHarness {
   /** A store on a database that has the store's tables (shared by the whole suite). */
   setup(): Promise<FanoutStore>;
   teardown?(): Promise<void>;
-  /**
-   * Overwrites a task's counters behind the store's back, to prove reconcile repairs drift.
-   * Without it the drift test is skipped.
-   */
-  tamperCounters?(taskId: string, counters: { succeeded?: number; failed?: number; total?: number }): Promise<void>;
+  /** Overwrites a task's counters behind the store's back, to prove reconcile repairs drift. */
+  tamperCounters(taskId: string, counters: { succeeded?: number; failed?: number; total?: number }): Promise<void>;
 }
 
 const LEASE = 30_000;
@@ -52,7 +49,6 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       return store.createTask({ kind, input: { test: true }, maxAttempts: 3, ...options }, async () => {});
     }
 
-    /** A running task with `n` pending items, dispatched. */
     /** A task with n items inserted; its dispatch finished unless `finish` is false. */
     async function dispatched(n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}, { finish = true } = {}) {
       const task = await newTask(options);
@@ -444,6 +440,28 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await expect(store.retryFailed(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
         await expect(store.retryFailed(randomUUID(), rec.enqueue)).rejects.toMatchObject({ code: 'not_found' });
       });
+
+      it('refuses a task whose dispatch was cut short (a stop while listing, a failed manager), but not one stopped after it', async () => {
+        const failing = (ids: string[], token: string) => ids.map((id) => outcome(id, token, 'failed'));
+        // Stopped by its failure tolerance while its items were listed.
+        const cut = await dispatched(2, { maxFailures: 0 }, { finish: false });
+        const t1 = randomUUID();
+        await store.claimItems(cut.ids, t1, LEASE);
+        await store.settleItems(failing(cut.ids, t1));
+        expect(await store.finishDispatch(cut.task.id, { cutShort: true })).toMatchObject({ status: 'failed', stopReason: 'failure_threshold' });
+        await expect(store.retryFailed(cut.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        // A failed manager.
+        const broken = await dispatched(1, {}, { finish: false });
+        await store.stopTask(broken.task.id, 'manager_failed', 'boom');
+        await expect(store.retryFailed(broken.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        // Stopped by its failure tolerance after every item was listed: retried, with the items the stop cancelled.
+        const whole = await dispatched(3, { maxFailures: 0 });
+        const t2 = randomUUID();
+        await store.claimItems([whole.ids[0]!], t2, LEASE);
+        expect((await store.settleItems(failing([whole.ids[0]!], t2))).tasks[0]).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold' });
+        expect(await store.stopTask(whole.task.id, 'failure_threshold')).toMatchObject({ task: { status: 'failed', cancelled: 2 } });
+        expect(await store.retryFailed(whole.task.id, recorder().enqueue)).toMatchObject({ retried: 3, task: { status: 'running', failed: 0, cancelled: 0 } });
+      });
     });
 
     describe('maintenance', () => {
@@ -475,7 +493,6 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
 
       it('recomputes drifted counters from items and finishes a task they say is done', async () => {
-        if (!harness.tamperCounters) return;
         const { task, ids } = await dispatched(3);
         const token = randomUUID();
         await store.claimItems(ids, token, LEASE);
@@ -497,25 +514,49 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.reconcile(randomUUID())).toBeNull();
       });
 
-      it('runs each fan-in once per round, under a lease', async () => {
+      it('runs each fan-in once per round, under a lease only its holder renews and completes', async () => {
         const { task, ids } = await dispatched(1);
-        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // not finished yet
+        const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+        expect(await store.claimFanIn(task.id, [kind], LEASE, a)).toBeNull(); // not finished yet
         const token = randomUUID();
         await store.claimItems(ids, token, LEASE);
         await store.settleItems([outcome(ids[0]!, token, 'failed')]);
-        const claimed = await store.claimFanIn(task.id, [kind], LEASE);
+        const claimed = await store.claimFanIn(task.id, [kind], LEASE, a);
         expect(claimed?.id).toBe(task.id);
-        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // leased
-        await store.releaseFanIn(task.id, 0);
-        expect((await store.claimFanIn(task.id, [kind], LEASE))?.id).toBe(task.id);
-        await store.completeFanIn(task.id, 1);
-        await store.releaseFanIn(task.id, 0);
-        expect(await store.claimFanIn(task.id, [kind], LEASE)).toBeNull(); // done for round 1
+        expect(await store.claimFanIn(task.id, [kind], LEASE, b)).toBeNull(); // leased
+        expect(await store.renewFanIn(task.id, a, LEASE)).toBe(true);
+        expect(await store.renewFanIn(task.id, b, LEASE)).toBe(false);
+        await store.releaseFanIn(task.id, b, 0); // not b's to release
+        expect(await store.claimFanIn(task.id, [kind], LEASE, b)).toBeNull();
+        await store.releaseFanIn(task.id, a, 0);
+        expect((await store.claimFanIn(task.id, [kind], LEASE, b))?.id).toBe(task.id);
+        // a lost its lease to b: a cannot complete the round, b can, once.
+        expect(await store.renewFanIn(task.id, a, LEASE)).toBe(false);
+        expect(await store.completeFanIn(task.id, 1, a)).toBe(false);
+        expect(await store.completeFanIn(task.id, 1, b)).toBe(true);
+        expect(await store.completeFanIn(task.id, 1, b)).toBe(false);
+        expect(await store.claimFanIn(task.id, [kind], LEASE, c)).toBeNull(); // done for round 1
         await store.retryFailed(task.id, recorder().enqueue);
         const t2 = randomUUID();
         await store.claimItems(ids, t2, LEASE);
         await store.settleItems([outcome(ids[0]!, t2)]);
-        expect((await store.claimFanIn(task.id, [kind], LEASE))?.round).toBe(2);
+        expect((await store.claimFanIn(task.id, [kind], LEASE, c))?.round).toBe(2);
+      });
+
+      it('gives an ending nobody recorded as announced to one maintenance pass, after the grace', async () => {
+        const { task, ids } = await dispatched(1);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token)]);
+        const mine = async (graceMs: number) => (await store.claimUnannounced([kind], graceMs, LEASE, 1000)).filter((t) => t.id === task.id);
+        expect(await mine(60_000)).toEqual([]); // the finishing process has time to announce it
+        const [due] = await mine(0);
+        expect(due).toMatchObject({ id: task.id, status: 'completed', round: 1, succeeded: 1 });
+        expect(await mine(0)).toEqual([]); // claimed: another pass does not announce it too
+        await store.markAnnounced(task.id, 1);
+        // Announced endings are never claimed again; a new round's ending is.
+        await store.settleItems([]);
+        expect(await store.claimUnannounced([kind], 0, 0, 1000).then((l) => l.filter((t) => t.id === task.id))).toEqual([]);
       });
     });
 
@@ -535,12 +576,20 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.acquireSlot(name, 3, randomUUID(), LEASE)).toBe(false);
       });
 
-      it("recovers a dead holder's slot after its lease", async () => {
-        const name = `lim_${randomUUID().slice(0, 8)}`;
-        expect(await store.acquireSlot(name, 1, randomUUID(), 50)).toBe(true);
-        expect(await store.acquireSlot(name, 1, randomUUID(), LEASE)).toBe(false);
-        await new Promise((r) => setTimeout(r, 80));
-        expect(await store.acquireSlot(name, 1, randomUUID(), LEASE)).toBe(true);
+      it("recovers a dead holder's slot after its lease, and not before", async () => {
+        const live = `lim_${randomUUID().slice(0, 8)}`;
+        expect(await store.acquireSlot(live, 1, randomUUID(), LEASE)).toBe(true);
+        expect(await store.acquireSlot(live, 1, randomUUID(), LEASE)).toBe(false);
+        // A holder that stops renewing (a short lease stands for a dead process): its slot comes back.
+        const dead = `lim_${randomUUID().slice(0, 8)}`;
+        expect(await store.acquireSlot(dead, 1, randomUUID(), 200)).toBe(true);
+        const deadline = Date.now() + 10_000;
+        let taken = false;
+        while (!taken && Date.now() < deadline) {
+          taken = await store.acquireSlot(dead, 1, randomUUID(), LEASE);
+          if (!taken) await new Promise((r) => setTimeout(r, 25));
+        }
+        expect(taken).toBe(true);
       });
 
       it('allows at most `limit` takes per interval', async () => {

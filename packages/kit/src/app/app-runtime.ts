@@ -38,7 +38,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
   });
   let services: S;
   try {
-    services = await app.setup({ prisma: db.prisma, env, logger, role });
+    services = await app.setup({ prisma: db.prisma, pool: db.pool, env, logger, role });
   } catch (error) {
     await db.close();
     throw error;
@@ -50,11 +50,19 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       concurrency: env.FANOUT_WORKER_CONCURRENCY,
       ...(env.FANOUT_LEASE_MS ? { leaseMs: env.FANOUT_LEASE_MS } : {}),
       ...(env.FANOUT_CONTROL_POLL_MS ? { controlPollMs: env.FANOUT_CONTROL_POLL_MS } : {}),
+      ...(env.FANOUT_LIMIT_LEASE_MS ? { limitLeaseMs: env.FANOUT_LIMIT_LEASE_MS } : {}),
     },
-    ...(env.FANOUT_MAINTENANCE_MS ? { maintenance: { intervalMs: env.FANOUT_MAINTENANCE_MS } } : {}),
+    ...(env.FANOUT_MAINTENANCE_MS !== undefined || env.FANOUT_ANNOUNCE_GRACE_MS !== undefined
+      ? {
+          maintenance: {
+            ...(env.FANOUT_MAINTENANCE_MS !== undefined ? { intervalMs: env.FANOUT_MAINTENANCE_MS } : {}),
+            ...(env.FANOUT_ANNOUNCE_GRACE_MS !== undefined ? { announceGraceMs: env.FANOUT_ANNOUNCE_GRACE_MS } : {}),
+          },
+        }
+      : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
   });
-  const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
+  const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>
     (closing ??= (async () => {

@@ -1,7 +1,8 @@
-import type { ColumnSpec, NewTaskPanel } from '@fanout/console';
+import type { ColumnSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } from '@fanout/console';
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
+import type pg from 'pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import type { AppPrismaClient } from '../database/prisma-runtime.ts';
 
@@ -10,6 +11,8 @@ export type ProcessRole = 'api' | 'worker' | 'local';
 
 export interface AppSetupContext<P extends AppPrismaClient, E extends EnvShape> {
   prisma: P;
+  /** The pg pool under the client, for SQL the app sends itself (bulk loads, COPY-like inserts). */
+  pool: pg.Pool;
   env: Env<E>;
   logger: Logger;
   role: ProcessRole;
@@ -27,11 +30,17 @@ export interface AppContext<P extends AppPrismaClient, E extends EnvShape, S ext
   services: S;
 }
 
-/** The app's part of the operator console: its "new task" panel and result columns. */
+/** The app's part of the operator console: its "new task" panel, result columns, panels, buttons and pages. */
 export interface AppConsole {
   newTask: NewTaskPanel;
   /** The app's columns in the item table (dotted paths into an item: `snapshot.filename`). */
   columns?: ColumnSpec[];
+  /** Tables of the app's own data on a task's page, fed by its routes (`{id}`: the task). */
+  detailPanels?: TablePanel[];
+  /** Buttons of the app's own on a task's page (publish, discard…). */
+  taskActions?: TaskActionSpec[];
+  /** Pages of the app's own in the console's navigation. */
+  pages?: PageSpec[];
 }
 
 /** Something a local run starts beside the app (e.g. a simulated LLM endpoint). */

@@ -49,8 +49,12 @@ export const commonEnv = {
   FANOUT_WORKER_CONCURRENCY: intVar({ min: 1, max: 10_000 }).default(10),
   /** Claim lease of an item (a dead worker's items are taken over after it). */
   FANOUT_LEASE_MS: intVar({ min: 1000 }).optional(),
+  /** Lease of a global-limit slot: how long a killed worker can keep the others waiting. */
+  FANOUT_LIMIT_LEASE_MS: intVar({ min: 300 }).optional(),
   /** How often each worker process runs a maintenance pass. */
   FANOUT_MAINTENANCE_MS: intVar({ min: 10 }).optional(),
+  /** How long after a task ended an ending nobody announced is announced by the maintenance loop. */
+  FANOUT_ANNOUNCE_GRACE_MS: intVar({ min: 0 }).optional(),
   /** How often cancels are noticed by running handlers. */
   FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
   /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */

@@ -53,6 +53,9 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
       apiBase: prefix,
       newTask: panel.newTask,
       columns: panel.columns ?? [],
+      detailPanels: panel.detailPanels ?? [],
+      taskActions: panel.taskActions ?? [],
+      pages: panel.pages ?? [],
       exports: app.results
         ? [
             { label: 'CSV', path: '/tasks/{id}/results.csv' },

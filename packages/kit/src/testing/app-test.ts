@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, startProcess, type PodProcess, type TestDatabase } from '@fanout/testdb';
+import { createTestDatabase, startProcess, type PodProcess, type TestDatabase, type TestPostgres } from '@fanout/testdb';
 import { appMigrations, openApp, type AppRuntime } from '../app/app-runtime.ts';
 import type { AppServices, AppSpec } from '../app/define-app.ts';
 import { loadEnv, type EnvShape } from '../config/env.ts';
@@ -18,6 +18,7 @@ export const TEST_ENV: Record<string, string | number> = {
   PORT: 0,
   FANOUT_LEASE_MS: 3000,
   FANOUT_MAINTENANCE_MS: 500,
+  FANOUT_ANNOUNCE_GRACE_MS: 2000,
   FANOUT_CONTROL_POLL_MS: 250,
   FANOUT_SUPERVISE_SECONDS: 2,
 };
@@ -40,13 +41,14 @@ export interface AppTest<P extends AppPrismaClient, E extends EnvShape, S extend
 
 /**
  * An app on a fresh database with its migrations, the app itself in this process, and API and
- * worker processes (real OS processes, through the kit's own runners) started on demand.
+ * worker processes (real OS processes, through the kit's own runners) started on demand. The
+ * database is made on the shared test server, or on `server` (e.g. one the test restarts).
  */
 export async function appTest<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env?: Record<string, string | number> } = {},
+  options: { env?: Record<string, string | number>; server?: TestPostgres } = {},
 ): Promise<AppTest<P, E, S>> {
-  const db = await createTestDatabase({ migrations: appMigrations(app) });
+  const db = await createTestDatabase({ migrations: appMigrations(app), ...(options.server ? { server: options.server } : {}) });
   const env = { ...TEST_ENV, ...options.env };
   const stringEnv = Object.fromEntries(Object.entries({ ...process.env, ...env, DATABASE_URL: db.url }).map(([k, v]) => [k, v === undefined ? undefined : String(v)]));
   let rt: AppRuntime<P, E, S>;

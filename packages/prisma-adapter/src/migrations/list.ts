@@ -22,6 +22,7 @@ export const FANOUT_MIGRATIONS: readonly FanoutMigration[] = [
     probe: `to_regprocedure('fanout_next_status(text,text,boolean,integer,integer,boolean)') IS NOT NULL`,
   },
   { name: '20261201000000_fanout_console', probe: `to_regclass('fanout_metric') IS NOT NULL` },
+  { name: '20261201200000_fanout_promises', probe: `to_regclass('fanout_task_unannounced_idx') IS NOT NULL` },
 ];
 
 /** One query answering every probe at once: a boolean column `m<i>` per migration. */

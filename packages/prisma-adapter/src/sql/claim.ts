@@ -22,7 +22,7 @@ export async function claimItems(db: PrismaQueryable, ids: readonly string[], to
   // Items are found by primary key only, and their task is checked per row by a subquery: a
   // join on task_id could lead the planner to walk every item of a large task.
   const rows = await db.$queryRaw<
-    { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number }[]
+    { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number; deadline_at: Date | null }[]
   >`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     claimed AS (
@@ -37,7 +37,7 @@ export async function claimItems(db: PrismaQueryable, ids: readonly string[], to
              FROM fanout_task t WHERE t.id = i.task_id)
       RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
     )
-    SELECT c.*, t.kind, t.tenant, t.max_attempts FROM claimed c JOIN fanout_task t ON t.id = c.task_id`;
+    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at FROM claimed c JOIN fanout_task t ON t.id = c.task_id`;
   return rows.map((r) => ({
     itemId: r.id,
     taskId: r.task_id,
@@ -48,6 +48,7 @@ export async function claimItems(db: PrismaQueryable, ids: readonly string[], to
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     round: r.round,
+    deadlineAt: r.deadline_at,
   }));
 }
 
@@ -78,9 +79,13 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
   const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
     WITH v AS (
       SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
-             ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays
+             ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays,
+             ${releases.map((r) => r.refund === true)}::boolean[] AS refunds
     ), released AS (
-      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL, error = v.errors[array_position(v.ids, i.id)]::jsonb,
+      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL,
+        -- A refunded attempt (the process shut down mid-item) does not count, and keeps the last error.
+        attempts = i.attempts - CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN 1 ELSE 0 END,
+        error = CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN i.error ELSE v.errors[array_position(v.ids, i.id)]::jsonb END,
         retry_at = clock_timestamp() + v.delays[array_position(v.ids, i.id)] * interval '1 millisecond'
       FROM v
       WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'

@@ -34,6 +34,7 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
       -- A queued task has no items yet; a failed manager will dispatch no more: either way
       -- the dispatch is over and the total is final.
       dispatched_at = CASE WHEN t.status = 'queued' OR ${reason}::text = 'manager_failed' THEN COALESCE(t.dispatched_at, now()) ELSE t.dispatched_at END,
+      dispatch_cut = t.dispatch_cut OR (t.dispatched_at IS NULL AND (t.status = 'queued' OR ${reason}::text = 'manager_failed')),
       cancelled = t.cancelled + n.k,
       updated_at = now(),
       status = fanout_next_status('stopping', COALESCE(t.stop_reason, ${reason}::text),
@@ -50,8 +51,11 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
 
 /**
  * Re-opens a finished (`completed` or `failed`) task in `tx`: its failed items (all, the
- * retryable ones, or the given ones) go back to pending for a new round, `failed` is reduced by
- * as many, the round's start is recorded, and their jobs are enqueued.
+ * retryable ones, or the given ones), and the items its stop cancelled before they ran (a stop by
+ * its failure tolerance or its deadline), go back to pending for a new round; the counters lose as
+ * many, the round's start is recorded, and their jobs are enqueued. A task whose dispatch was cut
+ * short (its manager failed, or it stopped while its items were being listed) is a conflict: its
+ * items were never all listed, so it is submitted again.
  */
 export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqueue: EnqueueItems, options: RetryFailedOptions): Promise<RetryFailedResult> {
   const task = await lockTask(tx, taskId);
@@ -59,28 +63,50 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   if (task.status !== 'completed' && task.status !== 'failed') {
     throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`);
   }
+  // A dispatch cut short never listed every item: re-running a part would end the task
+  // "completed" with items that never existed. The task is submitted again instead.
+  if (task.dispatch_cut) {
+    const why = task.stop_reason === 'manager_failed' ? (task.error ?? 'its manager failed') : `stopped by ${task.stop_reason === 'failure_threshold' ? 'its failure tolerance' : task.stop_reason}`;
+    throw new FanoutError('conflict', `task ${taskId} stopped before all its items were listed (${why}); submit it again instead of retrying it`);
+  }
+  // A task stopped by its failure tolerance or its deadline cancelled the items it had not run:
+  // they never ran, so a retry runs them too (a cancel by a person is final, and cannot be retried).
+  const withStopped = task.stop_reason === 'failure_threshold' || task.stop_reason === 'deadline';
   const only = options.itemIds ? [...options.itemIds] : null;
   const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
-  const items = await tx.$queryRaw<{ id: string }[]>`
-    UPDATE fanout_item SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
+  const items = await tx.$queryRaw<{ id: string; was: string }[]>`
+    UPDATE fanout_item i SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
       claim_token = NULL, lease_until = NULL, finished_at = NULL, retry_at = NULL
-    WHERE task_id = ${taskId}::uuid AND status = 'failed'
-      AND (${only}::uuid[] IS NULL OR id = ANY(${only}::uuid[]))
-      AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE)
-    RETURNING id`;
+    FROM (SELECT id, status AS was FROM fanout_item
+          WHERE task_id = ${taskId}::uuid
+            AND ((status = 'failed' AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE))
+                 OR (${withStopped}::boolean AND status = 'cancelled'))
+            AND (${only}::uuid[] IS NULL OR id = ANY(${only}::uuid[]))
+          FOR UPDATE) r
+    WHERE i.id = r.id
+    RETURNING i.id, r.was`;
   if (items.length === 0) {
-    const what = only ? (only.length === 1 ? `item ${only[0]} is not a failed item of task ${taskId}` : `none of the given items is a failed item of task ${taskId}`) : retryableOnly ? `task ${taskId} has no retryable failed items` : `task ${taskId} has no failed items to retry`;
+    const what = only
+      ? only.length === 1
+        ? `item ${only[0]} is not a failed item of task ${taskId}`
+        : `none of the given items is a failed item of task ${taskId}`
+      : retryableOnly
+        ? `task ${taskId} has no retryable failed items`
+        : `task ${taskId} has no failed items to retry`;
     throw new FanoutError('conflict', what);
   }
   if (only && items.length < only.length) {
     const retried = new Set(items.map((i) => i.id));
     throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`);
   }
+  const failedBack = items.filter((i) => i.was === 'failed').length;
+  const cancelledBack = items.length - failedBack;
   const [row] = await tx.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET failed = failed - ${items.length}::int, status = 'running', stop_reason = NULL, error = NULL,
+    UPDATE fanout_task SET failed = failed - ${failedBack}::int, cancelled = cancelled - ${cancelledBack}::int,
+      status = 'running', stop_reason = NULL, error = NULL,
       completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz,
-      round_started_at = now(), round_settled_at_start = succeeded + failed - ${items.length}::int + cancelled, updated_at = now()
+      round_started_at = now(), round_settled_at_start = succeeded + failed + cancelled - ${items.length}::int, updated_at = now()
     WHERE id = ${taskId}::uuid
     RETURNING *`;
   await enqueue(executor(tx), items.map((i) => ({ id: i.id, taskId, kind: task.kind })));

@@ -86,23 +86,27 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
   }
   // The counters last: the task row stays locked until the commit, and every settle of this
   // task waits for that lock, so it is taken after the slow part (the jobs), not before.
-  const [counted] = await tx.$queryRaw<{ id: string }[]>`
-    UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now()
+  // Items that failed validation count now: past `maxFailures` the task stops here, not at the end
+  // of its dispatch (a ratio waits for the final total).
+  const [counted] = await tx.$queryRaw<{ status: string }[]>`
+    UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now(),
+      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed + ${failed}::int, total + ${inserted.length}::int, false, max_failures, max_failure_ratio)),
+      status = CASE WHEN fanout_over_limit(failed + ${failed}::int, total + ${inserted.length}::int, false, max_failures, max_failure_ratio) THEN 'stopping' ELSE status END
     WHERE id = ${taskId}::uuid AND status = 'running'
-    RETURNING id`;
+    RETURNING status`;
   if (!counted) throw new StoppedWhileInserting();
-  return { inserted: inserted.length, status: 'running' as const };
+  return { inserted: inserted.length, status: counted.status as TaskStatus };
 }
 
 /**
  * Marks the dispatch done (`total` is final) and, in the same statement, finishes the task when
  * every item is already settled or its failures are over the tolerance. Only the first call
- * changes anything (`dispatched_at IS NULL`).
+ * changes anything (`dispatched_at IS NULL`). `cutShort`: the listing stopped before its end.
  */
-export async function finishDispatch(db: PrismaQueryable, taskId: string): Promise<SettledTask | null> {
+export async function finishDispatch(db: PrismaQueryable, taskId: string, cutShort: boolean): Promise<SettledTask | null> {
   const [row] = await db.$queryRaw<TaskRow[]>`
     UPDATE fanout_task SET
-      dispatched_at = now(), updated_at = now(),
+      dispatched_at = now(), dispatch_cut = ${cutShort}::boolean, updated_at = now(),
       stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),
       status = fanout_next_status(status, stop_reason, true, succeeded + failed + cancelled, total,
                                   fanout_over_limit(failed, total, true, max_failures, max_failure_ratio)),

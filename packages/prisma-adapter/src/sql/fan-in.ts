@@ -1,16 +1,17 @@
 // Fan-in: the hook that runs once a task has finished, once per round (a retry-failed round gets
-// its own). A process claims it under a lease with one conditional UPDATE on the task row
-// (FOR UPDATE SKIP LOCKED picks a task no other process is claiming), so exactly one process runs
-// the hook; a crashed run's lease lapses and a later maintenance pass claims it again. Completing
-// records the round only if it is newer than the one recorded.
+// its own). A process claims it with one conditional UPDATE on the task row (FOR UPDATE SKIP
+// LOCKED picks a task no other process is claiming), under a lease and an owner token, and renews
+// the lease while the hook runs; a crashed run's lease lapses and a later maintenance pass claims
+// it again with a new token. Only the holder of the current token completes it (a fenced write,
+// as an item's claim), so a run that lost its lease cannot record the round a second time.
 import type { TaskRecord } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { toTask, type TaskRow } from '../rows.ts';
 
 /** The finished task (this one, or any of `kinds`) whose fan-in this caller should run now, or null. */
-export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kinds: readonly string[], leaseMs: number): Promise<TaskRecord | null> {
+export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null> {
   const [row] = await db.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+    UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
     WHERE id = (
       SELECT id FROM fanout_task
       WHERE (${taskId}::uuid IS NULL OR id = ${taskId}::uuid) AND kind = ANY(${[...kinds]}::text[])
@@ -22,16 +23,28 @@ export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kin
   return row ? toTask(row) : null;
 }
 
-export async function completeFanIn(db: PrismaQueryable, taskId: string, round: number): Promise<void> {
-  await db.$queryRaw`
-    UPDATE fanout_task SET fanin_round = ${round}::int, fanin_lease_until = NULL
-    WHERE id = ${taskId}::uuid AND fanin_round < ${round}::int`;
+/** Extends the lease of a fan-in still held under `token`; false when another process took it over. */
+export async function renewFanIn(db: PrismaQueryable, taskId: string, token: string, leaseMs: number): Promise<boolean> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+    WHERE id = ${taskId}::uuid AND fanin_token = ${token}::uuid AND fanin_lease_until IS NOT NULL
+    RETURNING id`;
+  return rows.length > 0;
+}
+
+/** Records the round's fan-in as done, only for the holder of `token`; false when it was not. */
+export async function completeFanIn(db: PrismaQueryable, taskId: string, round: number, token: string): Promise<boolean> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET fanin_round = ${round}::int, fanin_lease_until = NULL, fanin_token = NULL
+    WHERE id = ${taskId}::uuid AND fanin_round < ${round}::int AND fanin_token = ${token}::uuid
+    RETURNING id`;
+  return rows.length > 0;
 }
 
 /** Gives the lease up after the hook failed, so it is claimable again after `retryInMs` (at once when 0). */
-export async function releaseFanIn(db: PrismaQueryable, taskId: string, retryInMs: number): Promise<void> {
+export async function releaseFanIn(db: PrismaQueryable, taskId: string, token: string, retryInMs: number): Promise<void> {
   await db.$queryRaw`
     UPDATE fanout_task
-    SET fanin_lease_until = CASE WHEN ${retryInMs}::int > 0 THEN clock_timestamp() + ${retryInMs}::int * interval '1 millisecond' END
-    WHERE id = ${taskId}::uuid`;
+    SET fanin_lease_until = CASE WHEN ${retryInMs}::int > 0 THEN clock_timestamp() + ${retryInMs}::int * interval '1 millisecond' END, fanin_token = NULL
+    WHERE id = ${taskId}::uuid AND fanin_token = ${token}::uuid`;
 }

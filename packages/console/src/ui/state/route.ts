@@ -7,12 +7,13 @@ export type Route =
   | { view: 'tasks'; tab: ListTab; q: string }
   | { view: 'task'; id: string; items: ItemTab }
   | { view: 'ops' }
+  | { view: 'page'; slug: string }
   | { view: 'unknown'; hash: string };
 
 const ITEM_TABS: readonly ItemTab[] = ['all', 'pending', 'waiting', 'running', 'succeeded', 'failed', 'cancelled'];
 const isItemTab = (value: string | null): value is ItemTab => ITEM_TABS.includes(value as ItemTab);
 
-/** Reads the hash route: `#/tasks?tab=failed&q=0193`, `#/tasks/<id>?items=failed`, `#/ops`. */
+/** Reads the hash route: `#/tasks?tab=failed&q=0193`, `#/tasks/<id>?items=failed`, `#/ops`, `#/pages/<slug>`. */
 export function parseRoute(hash: string): Route {
   const raw = hash.replace(/^#/, '');
   const [path = '', query = ''] = raw.split('?', 2);
@@ -33,6 +34,7 @@ export function parseRoute(hash: string): Route {
     return { view: 'task', id: segments[1]!, items: isItemTab(items) ? items : 'all' };
   }
   if (segments.length === 1 && segments[0] === 'ops') return { view: 'ops' };
+  if (segments.length === 2 && segments[0] === 'pages' && /^[a-z0-9-]+$/.test(segments[1]!)) return { view: 'page', slug: segments[1]! };
   return { view: 'unknown', hash: raw };
 }
 
@@ -50,6 +52,8 @@ export function routeHash(route: Route): string {
       return `#/tasks/${encodeURIComponent(route.id)}${route.items !== 'all' ? `?items=${route.items}` : ''}`;
     case 'ops':
       return '#/ops';
+    case 'page':
+      return `#/pages/${route.slug}`;
     case 'unknown':
       return `#${route.hash}`;
   }

@@ -12,6 +12,7 @@ import { endingText } from '../state/status.ts';
 import { TaskStore } from '../state/task-store.ts';
 import { EventStream, type StreamStatus } from '../stream/event-stream.ts';
 import { Header } from './Header.tsx';
+import { AppPageView } from './app/AppPageView.tsx';
 import { OpsView } from './ops/OpsView.tsx';
 import { TaskDetailView } from './detail/TaskDetailView.tsx';
 import { TaskListView } from './list/TaskListView.tsx';
@@ -42,7 +43,7 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
 
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
   const [toasts, setToasts] = useState<Toast[]>([]);
-  const [confirmation, setConfirmation] = useState<{ request: ConfirmRequest; resolve(ok: boolean): void } | null>(null);
+  const [confirmation, setConfirmation] = useState<{ request: ConfirmRequest; resolve(ok: boolean, text?: string): void } | null>(null);
   const [announcement, setAnnouncement] = useState('');
   const [streamStatus, setStreamStatus] = useState<StreamStatus>({ state: 'idle' });
   const main = useRef<HTMLElement>(null);
@@ -99,6 +100,7 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
       announce,
       navigate,
       confirm: (request) => new Promise<boolean>((resolve) => setConfirmation({ request, resolve })),
+      ask: (request) => new Promise<string | null>((resolve) => setConfirmation({ request, resolve: (ok, text) => resolve(ok ? (text ?? '') : null) })),
     }),
     [core, config, me, toast, announce, navigate],
   );
@@ -138,12 +140,15 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
   );
 
   useEffect(() => {
-    const view = route.view === 'task' ? `Task ${shortId(route.id)}` : route.view === 'ops' ? 'Operations' : 'Tasks';
+    const view =
+      route.view === 'task' ? `Task ${shortId(route.id)}` : route.view === 'ops' ? 'Operations' : route.view === 'page' ? (config.pages.find((p) => p.slug === route.slug)?.title ?? 'Page') : 'Tasks';
     document.title = `${view} · ${config.title}`;
-  }, [route, config.title]);
+  }, [route, config.title, config.pages]);
 
   let view;
+  const appPage = route.view === 'page' ? config.pages.find((p) => p.slug === route.slug) : undefined;
   if (route.view === 'task') view = <TaskDetailView key={route.id} id={route.id} items={route.items} />;
+  else if (route.view === 'page') view = appPage ? <AppPageView key={appPage.slug} page={appPage} /> : <NotFound />;
   else if (route.view === 'ops') view = me.role === 'operator' ? <OpsView /> : <NotAllowed />;
   else if (route.view === 'tasks') view = <TaskListView tab={route.tab} q={route.q} />;
   else view = <NotFound />;
@@ -152,6 +157,7 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
     <AppContext.Provider value={services}>
       <Header
         title={config.title}
+        pages={config.pages}
         me={me}
         route={route}
         status={streamStatus}
@@ -168,8 +174,8 @@ export function Console({ config, token, me, signOut, expired }: ConsoleProps) {
       </div>
       <ConfirmDialog
         request={confirmation?.request ?? null}
-        answer={(ok) => {
-          confirmation?.resolve(ok);
+        answer={(ok, text) => {
+          confirmation?.resolve(ok, text);
           setConfirmation(null);
         }}
       />

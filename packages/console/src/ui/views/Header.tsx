@@ -1,3 +1,4 @@
+import type { PageSpec } from '../../config.ts';
 import { useEffect, useState } from 'preact/hooks';
 import type { Me } from '../api/types.ts';
 import type { Route } from '../state/route.ts';
@@ -5,6 +6,8 @@ import type { StreamStatus } from '../stream/event-stream.ts';
 
 export interface HeaderProps {
   title: string;
+  /** The app's own pages, linked in the navigation. */
+  pages: readonly PageSpec[];
   me: Me;
   route: Route;
   status: StreamStatus;
@@ -37,7 +40,7 @@ function LiveStatus({ status, reconnect }: { status: StreamStatus; reconnect(): 
 }
 
 /** The banner: the app's name, the views, the live connection's state, who is signed in. */
-export function Header({ title, me, route, status, reconnect, signOut, skip }: HeaderProps) {
+export function Header({ title, pages, me, route, status, reconnect, signOut, skip }: HeaderProps) {
   const onTasks = route.view === 'tasks' || route.view === 'task';
   return (
     <header class="topbar">
@@ -57,6 +60,11 @@ export function Header({ title, me, route, status, reconnect, signOut, skip }: H
         <a href="#/tasks" aria-current={onTasks ? 'page' : undefined}>
           Tasks
         </a>
+        {pages.map((p) => (
+          <a key={p.slug} href={`#/pages/${p.slug}`} aria-current={route.view === 'page' && route.slug === p.slug ? 'page' : undefined}>
+            {p.title}
+          </a>
+        ))}
         {me.role === 'operator' ? (
           <a href="#/ops" aria-current={route.view === 'ops' ? 'page' : undefined}>
             Operations

@@ -1,5 +1,5 @@
 import { useMemo } from 'preact/hooks';
-import type { ExportSpec } from '../../config.ts';
+import type { ExportSpec, TaskActionSpec } from '../../config.ts';
 import { describeError } from '../api/errors.ts';
 import type { ItemView, TaskView } from '../api/types.ts';
 import { useApp } from '../app-context.ts';
@@ -24,6 +24,15 @@ export function useTaskActions() {
       }
     }
     return {
+      /** A button of the app's own: its confirmation when it has one, the request, the outcome. */
+      async appAction(task: TaskView, spec: TaskActionSpec): Promise<boolean> {
+        const short = shortId(task.id);
+        if (spec.confirm && !(await confirm({ title: `${spec.label}: task ${short}?`, body: spec.confirm, confirmLabel: spec.label, tone: 'primary' }))) return false;
+        return run(`${spec.label} (task ${short})`, async () => {
+          await api.send(spec.method, spec.path.replace('{id}', encodeURIComponent(task.id)));
+          return `${spec.label}: task ${short} done.`;
+        });
+      },
       async cancel(task: TaskView): Promise<boolean> {
         const short = shortId(task.id);
         const ok = await confirm({

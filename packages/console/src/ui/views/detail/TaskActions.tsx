@@ -44,6 +44,13 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
           {busy === `export ${spec.path}` ? 'Downloading…' : `Export ${spec.label}`}
         </button>
       ))}
+      {config.taskActions
+        .filter((spec) => !spec.when || spec.when.includes(task.status))
+        .map((spec) => (
+          <button key={spec.path} type="button" disabled={busy !== null} aria-label={`${spec.label}: task ${short}`} onClick={() => void run(`app ${spec.path}`, () => actions.appAction(task, spec))}>
+            {busy === `app ${spec.path}` ? `${spec.label}…` : spec.label}
+          </button>
+        ))}
       {canArchive(task) ? (
         <button type="button" disabled={busy !== null} aria-label={`Archive task ${short}`} onClick={() => void run('archive', () => actions.archive(task))}>
           {busy === 'archive' ? 'Archiving…' : 'Archive'}

@@ -17,6 +17,7 @@ import { ItemFilters, itemFilterLabel } from './ItemFilters.tsx';
 import { ItemTable } from './ItemTable.tsx';
 import { TaskActions } from './TaskActions.tsx';
 import { TaskFacts } from './TaskFacts.tsx';
+import { TablePanelView } from '../app/TablePanelView.tsx';
 
 const PAGE = 50;
 const signature = (t: TaskView | undefined) => (t ? `${t.round}:${settledOf(t)}:${t.total}:${t.status}` : '');
@@ -207,6 +208,10 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
         <h2 id="counts-heading">Items by state</h2>
         <CountsGrid counts={counts} />
       </section>
+
+      {config.detailPanels.map((panel) => (
+        <TablePanelView key={panel.title} panel={panel} taskId={task.id} version={signature(task)} />
+      ))}
 
       {groups && groups.length > 0 ? <FailureGroups task={task} groups={groups} downloading={downloading} download={() => void downloadFailures()} /> : null}
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OfflineExtractor } from './offline.ts';
+import type { ChatMessage } from './client.ts';
 
 export interface SimulatedLlmOptions {
   /** Typical answer time; each answer takes this times a log-normal factor (0.5x to 2.5x). @default 700 */
@@ -11,6 +11,8 @@ export interface SimulatedLlmOptions {
   unavailableShare?: number;
   /** Picks the fate of a call (tests pass a seeded generator). @default Math.random */
   random?: () => number;
+  /** The model's answer (its text) to a conversation: the app's own offline logic. */
+  answer(messages: readonly ChatMessage[]): string | Promise<string>;
 }
 
 export interface SimulatedLlm extends AsyncDisposable {
@@ -19,8 +21,6 @@ export interface SimulatedLlm extends AsyncDisposable {
   readonly calls: { total: number; rateLimited: number; unavailable: number; inFlight: number; maxInFlight: number };
   close(): Promise<void>;
 }
-
-const extractor = new OfflineExtractor();
 
 function chatAnswer(content: string) {
   return { id: `chatcmpl-${Date.now()}`, object: 'chat.completion', model: 'simulated-llm', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }] };
@@ -35,10 +35,10 @@ async function readBody(req: IncomingMessage): Promise<string> {
 /**
  * A local stand-in for an LLM provider: a real HTTP server speaking OpenAI's chat-completions
  * dialect, with the latency of a real model and its bad days (429 with Retry-After, 503). The
- * answer is the offline extractor's reading of the paper, so results are real. `pnpm start`
- * runs one so a newcomer sees the global limit, the rate limit and retries at work.
+ * answer comes from the app (its offline logic), so results are real. `pnpm start` runs one so a
+ * newcomer sees the global limit, the rate limit and retries at work.
  */
-export async function startSimulatedLlm(options: SimulatedLlmOptions = {}): Promise<SimulatedLlm> {
+export async function startSimulatedLlm(options: SimulatedLlmOptions): Promise<SimulatedLlm> {
   const latencyMs = options.latencyMs ?? 700;
   const random = options.random ?? Math.random;
   const calls = { total: 0, rateLimited: 0, unavailable: 0, inFlight: 0, maxInFlight: 0 };
@@ -53,7 +53,7 @@ export async function startSimulatedLlm(options: SimulatedLlmOptions = {}): Prom
       calls.inFlight++;
       calls.maxInFlight = Math.max(calls.maxInFlight, calls.inFlight);
       try {
-        const body = JSON.parse(await readBody(req)) as { messages?: { role: string; content: string }[] };
+        const body = JSON.parse(await readBody(req)) as { messages?: ChatMessage[] };
         const fate = random();
         // Log-normal around the typical latency, as model answer times are.
         const factor = Math.min(2.5, Math.max(0.5, Math.exp((random() - 0.5) * 1.6)));
@@ -66,8 +66,8 @@ export async function startSimulatedLlm(options: SimulatedLlmOptions = {}): Prom
           calls.unavailable++;
           return answer(503, { error: { message: 'the server is overloaded, try again' } });
         }
-        const text = body.messages?.find((m) => m.role === 'user')?.content ?? '';
-        return answer(200, chatAnswer(JSON.stringify(await extractor.extract(text))));
+        if (!Array.isArray(body.messages)) throw new Error('no messages');
+        return answer(200, chatAnswer(await options.answer(body.messages)));
       } catch {
         return answer(400, { error: { message: 'the request body is not a chat completion request' } });
       } finally {

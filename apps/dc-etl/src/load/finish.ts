@@ -1,0 +1,179 @@
+import type { FinishedTask } from '@fanout/core';
+import type pg from 'pg';
+import { compileSpec, parseSpec, type CompiledSpec } from '../spec/compile.ts';
+import type { PreparedSource } from './context.ts';
+import { computeProfile } from './profile.ts';
+import { publishInTransaction, publishLoad } from './publish.ts';
+import { quoted, stageTable } from './tables.ts';
+
+/** What a load's manifest records: what came in, what went where, from which file and spec. */
+export interface Manifest {
+  loadId: string;
+  target: string;
+  file: { name: string; bytes: number; sha256: string; format: string; compression: string | null; encoding: string; bom: boolean };
+  spec: { version: string; sha256: string };
+  chunks: number;
+  /** Records read below the header (blank ones included). */
+  rowsIn: number;
+  clean: number;
+  /** Rows rejected (a row with several problems counts once). */
+  rejected: number;
+  /** Problems recorded for the rejected rows. */
+  problems: number;
+  blank: number;
+  duplicates: number;
+  duplicateGroups: number;
+  /** The rows that are (or will be) published: clean minus duplicates. */
+  rows: number;
+  rejectRate: number;
+  /** Source columns without a single value in the file (a nameless one as `(column 7, no name)`). */
+  emptyColumns: string[];
+  /** Source columns the spec does not read. */
+  unmappedColumns: string[];
+  thresholds: { maxRejectRate: number | null; maxRejects: number | null };
+  published: number | null;
+  publishedAt: string | null;
+}
+
+async function fail(pool: pg.Pool, loadId: string, error: string, manifest: Manifest | null): Promise<void> {
+  await pool.query(`UPDATE etl_load SET status = 'failed', error = $2, manifest = COALESCE($3::jsonb, manifest), checked_at = now() WHERE id = $1 AND status = 'loading'`, [
+    loadId,
+    error,
+    manifest ? JSON.stringify(manifest) : null,
+  ]);
+}
+
+/**
+ * The fan-in of a load, run once the last chunk settled (and again after a crash: every step is
+ * conditional on the load's status). Checks that staging holds what the chunks loaded, marks
+ * duplicates (the first by source line is kept unless the spec orders otherwise) and records
+ * their groups, checks the reject thresholds, profiles the columns, and publishes when the spec
+ * says so. A load over a threshold fails with the reason and publishes nothing.
+ */
+export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<void> {
+  const { rows } = await pool.query<{ status: string; text: string; source: PreparedSource | null; filename: string; bytes: string; sha256: string; chunks: number | null }>(
+    `SELECT l.status, s.text, l.source, u.filename, u.bytes, u.sha256, l.chunks
+       FROM etl_load l JOIN etl_spec s ON s.id = l.spec_id JOIN etl_upload u ON u.id = l.upload_id WHERE l.id = $1`,
+    [task.id],
+  );
+  const load = rows[0];
+  if (!load) return; // the manager failed before it recorded the load
+  if (load.status === 'ready') {
+    const compiled = compileSpec(parseSpec(load.text));
+    if (compiled.spec.publish.auto) await publishLoad(pool, task.id, { onlyIfReady: true });
+    return;
+  }
+  if (load.status !== 'loading') return;
+  if (task.status !== 'completed' || task.failed > 0 || !load.source || load.chunks === null) {
+    const why = task.status === 'cancelled' ? 'the load was cancelled' : task.failed > 0 ? `${task.failed} of ${task.total} chunks failed` : (task.error ?? `the load ended ${task.status}`);
+    await fail(pool, task.id, `${why}; nothing was published`, null);
+    return;
+  }
+  const compiled = compileSpec(parseSpec(load.text));
+  const source = load.source;
+  const table = stageTable(task.id);
+  const totals = (
+    await pool.query<{ rows_in: string; clean: string; rejected: string; blank: string; filled: number[] | null }>(
+      `SELECT coalesce(sum(rows_in), 0) AS rows_in, coalesce(sum(clean), 0) AS clean, coalesce(sum(rejected), 0) AS rejected,
+              coalesce(sum(blank), 0) AS blank, array(SELECT DISTINCT unnest(filled) FROM etl_chunk WHERE load_id = $1) AS filled
+         FROM etl_chunk WHERE load_id = $1`,
+      [task.id],
+    )
+  ).rows[0]!;
+  const staged = Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
+  const clean = Number(totals.clean);
+  if (staged !== clean) {
+    await fail(pool, task.id, `staging holds ${staged} rows where the chunks loaded ${clean} (was the database restarted during the load?); load the file again`, null);
+    return;
+  }
+  const problems = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM etl_reject WHERE load_id = $1', [task.id])).rows[0]!.n);
+
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const locked = await client.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1 FOR UPDATE', [task.id]);
+    if (locked.rows[0]?.status !== 'loading') {
+      await client.query('ROLLBACK');
+      return;
+    }
+    const dup = compiled.spec.dedupe ? await markDuplicates(client, task.id, compiled) : { duplicates: 0, groups: 0 };
+    const rejected = Number(totals.rejected);
+    const rowsIn = Number(totals.rows_in);
+    const blank = Number(totals.blank);
+    const read = rowsIn - blank;
+    const filled = new Set(totals.filled ?? []);
+    const used = new Set(compiled.sourceColumns);
+    const manifest: Manifest = {
+      loadId: task.id,
+      target: compiled.spec.target,
+      file: { name: load.filename, bytes: Number(load.bytes), sha256: load.sha256, format: source.format, compression: source.compression, encoding: source.encoding, bom: source.bom > 0 },
+      spec: { version: compiled.spec.version, sha256: compiled.hash },
+      chunks: load.chunks,
+      rowsIn,
+      clean,
+      rejected,
+      problems,
+      blank,
+      duplicates: dup.duplicates,
+      duplicateGroups: dup.groups,
+      rows: clean - dup.duplicates,
+      rejectRate: read === 0 ? 0 : rejected / read,
+      emptyColumns: source.header.flatMap((h, i) => (filled.has(i) ? [] : [h || `(column ${i + 1}, no name)`])),
+      unmappedColumns: source.header.filter((h) => h !== '' && !used.has(h)),
+      thresholds: { maxRejectRate: compiled.spec.thresholds.maxRejectRate ?? null, maxRejects: compiled.spec.thresholds.maxRejects ?? null },
+      published: null,
+      publishedAt: null,
+    };
+    const over = thresholdBreach(manifest);
+    if (over) {
+      await client.query(`UPDATE etl_load SET status = 'failed', error = $2, manifest = $3, checked_at = now() WHERE id = $1`, [task.id, `${over}; nothing was published`, JSON.stringify(manifest)]);
+    } else {
+      await computeProfile(client, task.id, compiled);
+      await client.query(`UPDATE etl_load SET status = 'ready', manifest = $2, checked_at = now() WHERE id = $1`, [task.id, JSON.stringify(manifest)]);
+      // Published with the checks in one transaction: a load is never seen ready on its way.
+      if (compiled.spec.publish.auto) await publishInTransaction(client, task.id, { onlyIfReady: true });
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+function thresholdBreach(m: Manifest): string | null {
+  const { maxRejectRate, maxRejects } = m.thresholds;
+  if (maxRejects !== null && m.rejected > maxRejects) return `${m.rejected} rows were rejected, over the limit of ${maxRejects} (thresholds.maxRejects)`;
+  if (maxRejectRate !== null && m.rejectRate > maxRejectRate) {
+    return `${(m.rejectRate * 100).toFixed(2)}% of the rows were rejected (${m.rejected} of ${m.rowsIn - m.blank}), over the limit of ${(maxRejectRate * 100).toFixed(2)}% (thresholds.maxRejectRate)`;
+  }
+  return null;
+}
+
+/**
+ * Marks every row but the first of each dedupe key group (by the spec's order, then source line)
+ * and records the groups. NULLs in a key compare equal, as in GROUP BY.
+ */
+async function markDuplicates(client: pg.PoolClient, loadId: string, compiled: CompiledSpec): Promise<{ duplicates: number; groups: number }> {
+  const dedupe = compiled.spec.dedupe!;
+  const table = stageTable(loadId);
+  const key = dedupe.key.map(quoted).join(', ');
+  const order = [...dedupe.order.map((o) => `${quoted(o.column)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`), '_line'].join(', ');
+  await client.query(`UPDATE ${table} SET _dup = false WHERE _dup`);
+  const marked = await client.query(
+    `UPDATE ${table} s SET _dup = true
+       FROM (SELECT ctid AS rid, row_number() OVER (PARTITION BY ${key} ORDER BY ${order}) AS rn FROM ${table}) r
+      WHERE s.ctid = r.rid AND r.rn > 1`,
+  );
+  await client.query('DELETE FROM etl_duplicate WHERE load_id = $1', [loadId]);
+  const groups = await client.query(
+    `INSERT INTO etl_duplicate (load_id, group_no, key, kept_line, dropped_lines)
+     SELECT $1, row_number() OVER (ORDER BY min(_line)), jsonb_build_array(${key}),
+            min(_line) FILTER (WHERE NOT _dup), array_agg(_line ORDER BY _line) FILTER (WHERE _dup)
+       FROM ${table} GROUP BY ${key} HAVING count(*) > 1`,
+    [loadId],
+  );
+  return { duplicates: marked.rowCount ?? 0, groups: groups.rowCount ?? 0 };
+}

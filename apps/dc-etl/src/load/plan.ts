@@ -1,0 +1,152 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { PermanentError, type ListedItem } from '@fanout/core';
+import type pg from 'pg';
+import { loadDir, uploadKey, type FileStorage } from '../files/storage.ts';
+import { compileSpec, headerIssues, parseSpec, SpecError } from '../spec/compile.ts';
+import { RecordScanner } from '../source/csv.ts';
+import { inspectSource, SourceError, type SourceInfo } from '../source/inspect.ts';
+import { xlsxToCsv } from '../source/xlsx.ts';
+import type { ChunkItem } from './chunk.ts';
+import type { PreparedSource } from './context.ts';
+import { createStageSql } from './tables.ts';
+
+export interface PlanInput {
+  uploadId: string;
+  specId: string;
+  chunkRecords: number;
+}
+
+/** A chunk ends after this many bytes even with fewer records (very wide rows). */
+const CHUNK_MAX_BYTES = 64 * 1024 * 1024;
+const PAGE = 200;
+
+/** A stream that transcodes text to UTF-8, for sources in UTF-16 or a one-byte code page. */
+function toUtf8(encoding: string): Transform {
+  const decoder = new TextDecoder(encoding);
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      done(null, Buffer.from(decoder.decode(chunk, { stream: true }), 'utf8'));
+    },
+    flush(done) {
+      done(null, Buffer.from(decoder.decode(), 'utf8'));
+    },
+  });
+}
+
+/**
+ * Makes the bytes children read: the upload itself when it is plain UTF-8 text, otherwise a
+ * UTF-8 CSV written beside it (gzip inflated, UTF-16 or windows-1252 transcoded, a BOM dropped,
+ * a worksheet's rows led by their row number). Written to a temporary name and renamed, so a
+ * manager that runs again never changes a file a child is reading.
+ */
+async function prepareSource(storage: FileStorage, loadId: string, uploadPath: string, info: SourceInfo): Promise<{ key: string; offset: number; lineField: boolean }> {
+  if (info.format !== 'xlsx' && info.compression === null && info.encoding === 'utf-8') return { key: '', offset: info.bom, lineField: false };
+  const key = `${loadDir(loadId)}/source.csv`;
+  const target = storage.path(key);
+  const temporary = `${target}.${process.pid}.tmp`;
+  await mkdir(dirname(target), { recursive: true });
+  if (info.format === 'xlsx') {
+    await xlsxToCsv(uploadPath, info.sheet!, info.headerRow, info.header.length, temporary);
+  } else {
+    const steps: NodeJS.ReadWriteStream[] = [];
+    if (info.compression === 'gzip') steps.push(createGunzip());
+    if (info.encoding !== 'utf-8') steps.push(toUtf8(info.encoding));
+    await pipeline([createReadStream(uploadPath), ...steps, createWriteStream(temporary)]);
+  }
+  await rename(temporary, target);
+  // A UTF-8 BOM stays in an inflated file; transcoded text drops it (TextDecoder does).
+  return { key, offset: info.format !== 'xlsx' && info.encoding === 'utf-8' ? info.bom : 0, lineField: info.format === 'xlsx' };
+}
+
+export interface PlanDeps {
+  pool: pg.Pool;
+  storage: FileStorage;
+}
+
+/**
+ * The manager's work for one load: check the file against the spec, prepare the source, create
+ * the staging table, then scan the source once and cut it into chunks of `chunkRecords`
+ * records at record starts. Chunks are listed as they are found (the file is never in memory)
+ * and recorded first, so the children find their rows. Deterministic: a manager that runs again
+ * plans the same chunks.
+ */
+export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, input: PlanInput): AsyncGenerator<ListedItem<ChunkItem>[]> {
+  const { pool, storage } = deps;
+  const { rows } = await pool.query<{ filename: string; upload_tenant: string; text: string; spec_tenant: string }>(
+    `SELECT u.filename, u.tenant AS upload_tenant, s.text, s.tenant AS spec_tenant
+       FROM etl_upload u, etl_spec s WHERE u.id = $1 AND s.id = $2`,
+    [input.uploadId, input.specId],
+  );
+  const row = rows[0];
+  if (!row || row.upload_tenant !== tenant || row.spec_tenant !== tenant) {
+    throw new PermanentError('the upload or the spec is not one of yours', { code: 'not_found' });
+  }
+  await pool.query(
+    `INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`,
+    [loadId, tenant, input.uploadId, input.specId, input.chunkRecords],
+  );
+  let compiled;
+  let info: SourceInfo;
+  const uploadPath = storage.path(uploadKey(input.uploadId));
+  try {
+    compiled = compileSpec(parseSpec(row.text));
+    info = await inspectSource(uploadPath, row.filename, compiled.spec.source);
+    const issues = headerIssues(compiled, info.header);
+    if (issues.length > 0) throw new SpecError(issues);
+  } catch (error) {
+    if (error instanceof SpecError) throw new PermanentError(`${error.message}${error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ''}`, { code: 'invalid_spec' });
+    if (error instanceof SourceError) throw new PermanentError(error.message, { code: error.rule });
+    throw error;
+  }
+
+  const prepared = await prepareSource(storage, loadId, uploadPath, info);
+  const source: PreparedSource = { ...info, key: prepared.key || uploadKey(input.uploadId), lineField: prepared.lineField };
+  await pool.query(createStageSql(loadId, compiled.targetColumns));
+  await pool.query(`UPDATE etl_load SET source = $2, stage_table = $3 WHERE id = $1`, [loadId, JSON.stringify(source), `l_${loadId.replaceAll('-', '')}`]);
+
+  const scanner = new RecordScanner(source.delimiter, source.quote);
+  let chunkNo = 0;
+  let current: { start: number; end: number; firstLine: number; records: number } | null = null;
+  let pending: ChunkItem[] = [];
+  // Records above the header (and the header) are not data; a prepared worksheet has none.
+  let headerSeen = source.lineField;
+  const base = prepared.offset;
+  const onRecord = (span: { start: number; end: number; line: number }) => {
+    if (!headerSeen) {
+      if (span.line >= source.headerRow) headerSeen = true;
+      return;
+    }
+    if (!current) current = { start: base + span.start, end: base + span.end, firstLine: span.line, records: 0 };
+    current.end = base + span.end;
+    current.records++;
+    if (current.records >= input.chunkRecords || current.end - current.start >= CHUNK_MAX_BYTES) {
+      pending.push({ loadId, chunkNo: ++chunkNo, ...current });
+      current = null;
+    }
+  };
+  const record = async (items: ChunkItem[]) => {
+    await pool.query(
+      `INSERT INTO etl_chunk (load_id, chunk_no, start_byte, end_byte, first_line, records)
+       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
+       ON CONFLICT (load_id, chunk_no) DO NOTHING`,
+      [loadId, items.map((i) => i.chunkNo), items.map((i) => i.start), items.map((i) => i.end), items.map((i) => i.firstLine), items.map((i) => i.records)],
+    );
+    return items.map((i) => ({ key: `chunk-${String(i.chunkNo).padStart(6, '0')}`, snapshot: i }));
+  };
+  for await (const bytes of createReadStream(storage.path(source.key), { start: base, highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    scanner.push(bytes, onRecord);
+    if (pending.length >= PAGE) {
+      yield await record(pending);
+      pending = [];
+    }
+  }
+  scanner.finish(onRecord);
+  if (current) pending.push({ loadId, chunkNo: ++chunkNo, ...(current as { start: number; end: number; firstLine: number; records: number }) });
+  if (pending.length > 0) yield await record(pending);
+  await pool.query('UPDATE etl_load SET chunks = $2 WHERE id = $1', [loadId, chunkNo]);
+}

@@ -1,0 +1,103 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { dataPath, etlTest, fileOf, json, postLoad, runLoad, specText, type EtlTest } from './harness.ts';
+
+const covid = fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz'));
+const small = { name: 'tests.csv', bytes: Buffer.from('subject_id,pan_day,test_id,age\n1,4,covid,30\n2,5,covid,NA\n') };
+const smallSpec = JSON.stringify({
+  version: '2',
+  target: 'small',
+  nullTokens: ['NA'],
+  columns: [
+    { name: 'subject_id', type: 'integer' },
+    { name: 'pan_day', type: 'integer' },
+    { name: 'test_id', type: 'text' },
+    { name: 'age', type: 'number' },
+  ],
+  rules: [{ id: 'adult', assert: 'age == null || age >= 18' }],
+});
+
+async function expectError(res: Response, status: number, field: string, rule: string, says?: RegExp) {
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).toBe(status);
+  const issue = body.error.issues.find((i: any) => i.field === field);
+  expect(issue, `${field} in ${JSON.stringify(body.error.issues)}`).toBeDefined();
+  expect(issue.rule).toBe(rule);
+  if (says) expect(body.error.message).toMatch(says);
+}
+
+async function nothingLeft(t: EtlTest) {
+  expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_target')).rows[0].n).toBe(0);
+  expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_load')).rows[0].n).toBe(0);
+  expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_upload')).rows[0].n).toBe(0);
+  const incoming = join(t.storageDir, 'incoming');
+  expect(readdirSync(incoming)).toEqual([]);
+}
+
+describe('bad input', () => {
+  it('a binary file named .csv, a wrong header, an unknown column, an invalid CEL rule, a broken spec, an upload over the limit: a 4xx naming the problem, nothing kept', async () => {
+    await using t = await etlTest();
+    await t.api({ ETL_MAX_UPLOAD_BYTES: 200_000 });
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.alloc(500, 7)]);
+    await expectError(await postLoad(t, { name: 'data.csv', bytes: png }, smallSpec), 400, 'body.file', 'binary_file', /not text: it has binary bytes/);
+    await expectError(await postLoad(t, { name: 'data.csv', bytes: Buffer.from('a,b,c\n1,2,3\n') }, smallSpec), 400, 'body.file.header', 'header_mismatch', /has none of the spec's columns/);
+    const unknown = JSON.parse(smallSpec);
+    unknown.columns[3].source = 'age_years';
+    await expectError(await postLoad(t, small, JSON.stringify(unknown)), 400, 'body.spec.columns.3.source', 'unknown_column', /no column "age_years"/);
+    const badRule = JSON.parse(smallSpec);
+    badRule.rules[0].assert = 'age >= 18 &&';
+    await expectError(await postLoad(t, small, JSON.stringify(badRule)), 400, 'body.spec.rules.0.assert', 'invalid_rule', /rule adult/);
+    const unknownVariable = JSON.parse(smallSpec);
+    unknownVariable.rules[0].assert = 'weight > 0';
+    await expectError(await postLoad(t, small, JSON.stringify(unknownVariable)), 400, 'body.spec.rules.0.assert', 'invalid_rule', /unknown variable "weight"/);
+    await expectError(await postLoad(t, small, 'target: [unclosed'), 400, 'body.spec', 'invalid_syntax', /not valid YAML or JSON at line 1/);
+    const badType = JSON.parse(smallSpec);
+    badType.columns[1].type = 'int';
+    await expectError(await postLoad(t, small, JSON.stringify(badType)), 400, 'body.spec.columns.1.type', 'invalid_value');
+    await expectError(await postLoad(t, small, ''), 400, 'body.spec', 'required');
+    await expectError(await postLoad(t, { name: 'big.csv', bytes: Buffer.alloc(300_000, 'a') }, smallSpec), 413, 'body.file', 'too_big', /larger than the limit of 200000 bytes/);
+    await expectError(await postLoad(t, small, smallSpec, { chunkRecords: 'ten' }), 400, 'body.chunkRecords', 'invalid_type');
+    await nothingLeft(t);
+    // A spec stored on its own is checked the same way.
+    const form = new FormData();
+    form.set('file', new Blob([JSON.stringify(unknownVariable)]), 'spec.json');
+    await expectError(await fetch(`${t.apiUrl}/api/etl/specs`, { method: 'POST', headers: { authorization: 'Bearer token-a' }, body: form }), 400, 'body.spec.rules.0.assert', 'invalid_rule');
+  });
+
+  it('a load over its reject threshold fails with the reason and publishes nothing; discarding it (or a published load) leaves nothing behind; tenants stay apart', async () => {
+    await using t = await etlTest();
+    await t.api();
+    await t.workers(1);
+    const failed = await runLoad(t, covid, specText('covid.yaml', { thresholds: { maxRejectRate: 0.0001 } }), { chunkRecords: '4000' });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/0\.04% of the rows were rejected \(6 of 15524\), over the limit of 0\.01% \(thresholds\.maxRejectRate\); nothing was published/);
+    expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_target')).rows[0].n).toBe(0);
+    expect((await t.call('POST', `/loads/${failed.id}/publish`)).status).toBe(409);
+    // Its rejects are there to look at until it is discarded.
+    expect((await json(t.call('GET', `/loads/${failed.id}/rejects`))).rejects).toHaveLength(6);
+
+    // Another tenant sees none of it.
+    for (const path of [`/loads/${failed.id}`, `/loads/${failed.id}/rejects`, `/loads/${failed.id}/rejects.csv`, `/loads/${failed.id}/profile`, `/loads/${failed.id}/duplicates`, `/loads/${failed.id}/chunks`]) {
+      expect((await t.call('GET', path, { token: 'token-b' })).status, path).toBe(404);
+    }
+    expect((await t.call('POST', `/loads/${failed.id}/discard`, { token: 'token-b' })).status).toBe(404);
+    expect((await json(t.call('GET', '/loads', { token: 'token-b' }))).loads).toEqual([]);
+
+    const published = await runLoad(t, small, smallSpec);
+    expect(published.status).toBe('published');
+    expect(published.manifest).toMatchObject({ rowsIn: 2, clean: 2, rejected: 0, published: 2, spec: { version: '2' }, file: { name: 'tests.csv', bytes: small.bytes.length } });
+
+    for (const load of [failed, published]) expect(await json(t.call('POST', `/loads/${load.id}/discard`))).toEqual({ id: load.id, status: 'discarded' });
+    const left = await t.pool.query(`
+      SELECT (SELECT count(*) FROM etl_reject)::int AS rejects, (SELECT count(*) FROM etl_chunk)::int AS chunks,
+             (SELECT count(*) FROM etl_profile)::int AS profile, (SELECT count(*) FROM etl_duplicate)::int AS duplicates,
+             (SELECT count(*) FROM pg_tables WHERE schemaname = 'etl_stage')::int AS staging`);
+    expect(left.rows[0]).toEqual({ rejects: 0, chunks: 0, profile: 0, duplicates: 0, staging: 0 });
+    const target = (await t.pool.query(`SELECT table_name FROM etl_target WHERE name = 'small'`)).rows[0].table_name;
+    expect((await t.pool.query(`SELECT count(*)::int AS n FROM etl_pub."${target}"`)).rows[0].n).toBe(0);
+    expect(readdirSync(join(t.storageDir, 'uploads'))).toEqual([]);
+    expect(readdirSync(join(t.storageDir, 'loads'))).toEqual([]);
+    expect((await json(t.call('GET', `/loads/${published.id}`))).status).toBe('discarded');
+  });
+});

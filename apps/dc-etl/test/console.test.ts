@@ -1,0 +1,51 @@
+import { join } from 'node:path';
+import { artifactsDir, launchBrowser, seriousViolations } from '@fanout/browser-testing';
+import { describe, expect, it } from 'vitest';
+import { dataPath, etlTest, fileOf, json, runLoad, specText } from './harness.ts';
+
+const shots = artifactsDir('dc-etl-console');
+
+describe('the ETL console', () => {
+  it("shows a load's overview, chunks, reject reasons, duplicate groups and profile on its task page, and the Loads page", { timeout: 180_000 }, async () => {
+    await using t = await etlTest();
+    await t.api();
+    await t.workers(1);
+    const load = await runLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml'), { chunkRecords: '4000' });
+    expect(load.status).toBe('published');
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e: Error) => errors.push(e.message));
+      await page.goto(`${t.apiUrl}/#token=token-a`);
+      await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+      await page.goto(`${t.apiUrl}/#/tasks/${load.id}`);
+      page.setDefaultTimeout(20_000);
+      const overview = page.getByRole('region', { name: 'Load, table' });
+      await overview.getByText('published', { exact: true }).waitFor();
+      await page.getByRole('region', { name: 'Chunks, table' }).getByText('loaded').first().waitFor();
+      expect(await page.getByRole('region', { name: 'Chunks, table' }).locator('tbody tr').count()).toBe(4);
+      const reasons = page.getByRole('region', { name: 'Reject reasons, table' });
+      await reasons.getByText('rule:age_max').waitFor();
+      await page.getByRole('region', { name: 'Duplicate groups, table' }).locator('tbody tr').first().waitFor();
+      await page.getByRole('region', { name: 'Column profile, table' }).getByText('payor_group').waitFor();
+      await page.screenshot({ path: join(shots, '1-load.png'), fullPage: true });
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.getByRole('link', { name: 'Loads' }).click();
+      await page.getByRole('region', { name: 'All loads, table' }).getByText('covid_testing_deid.csv.gz').waitFor();
+      await page.screenshot({ path: join(shots, '2-loads.png'), fullPage: true });
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(errors).toEqual([]);
+      await context.close();
+    } catch (error) {
+      const pages = browser.contexts().flatMap((c) => c.pages());
+      if (pages[0]) await pages[0].screenshot({ path: join(shots, 'failure.png'), fullPage: true });
+      throw error;
+    } finally {
+      await browser.close();
+    }
+    expect((await json(t.call('GET', '/loads', { token: 'token-b' }))).loads).toEqual([]);
+  });
+});

@@ -1,0 +1,62 @@
+import { waitFor } from '@fanout/testdb';
+import { describe, expect, it } from 'vitest';
+import { loadChunk, type ChunkItem } from '../src/load/chunk.ts';
+import { loadContext } from '../src/load/context.ts';
+import { dataPath, etlTest, fileOf, json, postLoad, settled, specText, type EtlTest } from './harness.ts';
+
+async function publishedRows(t: EtlTest, target: string): Promise<string> {
+  const { rows } = await t.pool.query(`SELECT table_name FROM etl_target WHERE tenant = 'team-a' AND name = $1`, [target]);
+  const table = await t.pool.query(`SELECT * FROM etl_pub."${rows[0].table_name}" ORDER BY _line`);
+  return JSON.stringify(table.rows.map(({ _load_id, ...row }) => row));
+}
+
+async function chunk(t: EtlTest, loadId: string, chunkNo: number): Promise<ChunkItem> {
+  const { rows } = await t.pool.query('SELECT start_byte, end_byte, first_line, records FROM etl_chunk WHERE load_id = $1 AND chunk_no = $2', [loadId, chunkNo]);
+  const r = rows[0];
+  return { loadId, chunkNo, start: Number(r.start_byte), end: Number(r.end_byte), firstLine: r.first_line, records: r.records };
+}
+
+describe('crash safety', () => {
+  it('a worker SIGKILLed mid-load and duplicate deliveries of chunks: the published table is identical to an undisturbed load', async () => {
+    await using t = await etlTest();
+    await t.api();
+    const file = fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz'));
+    const [first] = await t.workers(1, { FANOUT_WORKER_CONCURRENCY: 1 });
+
+    const undisturbed = await json(postLoad(t, file, specText('covid.yaml', { target: 'covid_a' }), { chunkRecords: '500' }));
+    expect((await settled(t, undisturbed.id)).status).toBe('published');
+
+    // 78 chunks of 200 records, one at a time: the kill lands mid-load.
+    const res = await postLoad(t, file, specText('covid.yaml', { target: 'covid_b' }), { chunkRecords: '200' });
+    const { id } = await json(res);
+    await waitFor(async () => (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NOT NULL', [id])).rows[0].n >= 3, {
+      timeoutMs: 60_000,
+      message: 'three chunks loaded',
+    });
+    first!.kill('SIGKILL');
+    await first!.exited;
+    const loadedAtKill = (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NOT NULL', [id])).rows[0].n;
+    expect(loadedAtKill).toBeLessThan(78);
+
+    // Duplicate deliveries, twice at once: of chunks already loaded and of one not loaded yet.
+    const load = await loadContext(t.pool, id);
+    const storage = t.rt.ctx.services.storage;
+    for (const n of [1, 2, 60]) {
+      const item = await chunk(t, id, n);
+      await Promise.all([loadChunk(t.pool, storage, load, item), loadChunk(t.pool, storage, load, item)]);
+    }
+    await t.workers(1);
+    const disturbed = await settled(t, id);
+    expect(disturbed.status, disturbed.error ?? '').toBe('published');
+    expect(await publishedRows(t, 'covid_b')).toBe(await publishedRows(t, 'covid_a'));
+    const a = (await settled(t, undisturbed.id)).manifest!;
+    for (const k of ['rowsIn', 'clean', 'rejected', 'problems', 'duplicates', 'duplicateGroups', 'rows', 'published']) expect(disturbed.manifest![k], k).toBe(a[k]);
+    const runs = await t.pool.query('SELECT chunk_no, runs FROM etl_chunk WHERE load_id = $1 AND runs > 1 ORDER BY chunk_no', [id]);
+    expect(runs.rows.map((r) => r.chunk_no)).toEqual(expect.arrayContaining([1, 2, 60]));
+
+    // A late duplicate after the load was published writes nothing (staging is gone, the checks stand).
+    const late = await loadChunk(t.pool, storage, load, await chunk(t, id, 5));
+    expect(late.skipped).toBe(true);
+    expect(await publishedRows(t, 'covid_b')).toBe(await publishedRows(t, 'covid_a'));
+  });
+});

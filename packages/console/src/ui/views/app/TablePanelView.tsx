@@ -1,0 +1,177 @@
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import type { RowAction, TablePanel } from '../../../config.ts';
+import { describeError, isAbort } from '../../api/errors.ts';
+import { useApp } from '../../app-context.ts';
+import { ErrorNote } from '../../components/ErrorNote.tsx';
+import { useThrottled } from '../../hooks.ts';
+import { formatColumn, valueAt } from '../../state/columns.ts';
+import { fillPath, withQuery } from '../../state/template.ts';
+
+type Row = Record<string, unknown>;
+
+const actionOffered = (action: RowAction, row: Row) => !action.when || action.when.values.includes(String(valueAt(row, action.when.field) ?? ''));
+
+/**
+ * A table of the app's own data, from one of its routes: filters as query parameters, pages by
+ * `nextCursor`, a button per row action. On a task's page `{id}` is the task's id, and a `live`
+ * panel is asked again (at most every 2 s) while the task's counters move (`version`).
+ */
+export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; taskId?: string; version?: string }) {
+  const { api, toast, confirm, ask } = useApp();
+  const headingId = useId();
+  const [filters, setFilters] = useState<Record<string, string>>({});
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [page, setPage] = useState<{ rows: Row[]; nextCursor: string | null } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const request = useRef<AbortController | null>(null);
+  const cursor = cursors[cursors.length - 1] ?? null;
+  const base = fillPath(panel.source.path, { id: taskId });
+
+  const load = useCallback(async () => {
+    if (!base) return;
+    request.current?.abort();
+    const controller = new AbortController();
+    request.current = controller;
+    try {
+      const answer = await api.get<Record<string, unknown>>(withQuery(base, { ...filters, cursor }), controller.signal);
+      const rows = answer[panel.source.list];
+      setPage({ rows: Array.isArray(rows) ? (rows as Row[]) : [], nextCursor: typeof answer.nextCursor === 'string' ? answer.nextCursor : null });
+      setError(null);
+    } catch (e) {
+      if (!isAbort(e)) setError(describeError(e));
+    }
+  }, [api, base, filters, cursor, panel.source.list]);
+
+  useEffect(() => {
+    void load();
+    return () => request.current?.abort();
+  }, [load]);
+  const reloadSoon = useThrottled(() => void load(), 2000);
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    if (panel.live) reloadSoon();
+  }, [version, panel.live, reloadSoon]);
+
+  const setFilter = (name: string, value: string) => {
+    setFilters((f) => ({ ...f, [name]: value }));
+    setCursors([null]);
+  };
+
+  const act = async (action: RowAction, row: Row, key: string) => {
+    const path = fillPath(action.path, { ...row, id: taskId });
+    if (!path) return;
+    let text: string | null = null;
+    if (action.prompt) {
+      text = await ask({ title: action.label, body: action.confirm ?? `${action.label}: say why.`, prompt: action.prompt, confirmLabel: action.label, tone: 'primary' });
+      if (text === null) return;
+    } else if (action.confirm && !(await confirm({ title: action.label, body: action.confirm, confirmLabel: action.label }))) {
+      return;
+    }
+    setBusy(key);
+    try {
+      await api.send(action.method, path, text === null ? undefined : { text });
+      toast({ text: `${action.label}: done.` });
+      void load();
+    } catch (e) {
+      toast({ kind: 'error', text: `${action.label} failed: ${describeError(e)}` });
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const pageNumber = cursors.length;
+  const actions = panel.rowActions ?? [];
+  return (
+    <section class="panel app-panel" aria-labelledby={headingId}>
+      <h2 id={headingId}>{panel.title}</h2>
+      {panel.filters && panel.filters.length > 0 ? (
+        <div class="panel-filters" role="group" aria-label={`Filters of ${panel.title}`}>
+          {panel.filters.map((f) => (
+            <label key={f.name}>
+              <span>{f.label}</span>
+              {f.options ? (
+                <select value={filters[f.name] ?? ''} onChange={(e) => setFilter(f.name, e.currentTarget.value)}>
+                  <option value="">Any</option>
+                  {f.options.map((o) => (
+                    <option key={o} value={o}>
+                      {o}
+                    </option>
+                  ))}
+                </select>
+              ) : (
+                <input type="search" value={filters[f.name] ?? ''} onChange={(e) => setFilter(f.name, e.currentTarget.value)} />
+              )}
+            </label>
+          ))}
+        </div>
+      ) : null}
+      {error ? <ErrorNote message={`${panel.title} could not be loaded: ${error}`} retry={() => void load()} /> : null}
+      {page === null && !error ? <p class="muted">Loading…</p> : null}
+      {page && page.rows.length === 0 ? <p class="empty">{panel.empty}</p> : null}
+      {page && page.rows.length > 0 ? (
+        <div class="table-scroll" role="region" aria-label={`${panel.title}, table`} tabIndex={0}>
+          <table>
+            <thead>
+              <tr>
+                {panel.columns.map((c) => (
+                  <th key={c.path} scope="col" class={c.format === 'number' || c.format === 'ms' ? 'num' : undefined}>
+                    {c.label}
+                  </th>
+                ))}
+                {actions.length > 0 ? (
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                ) : null}
+              </tr>
+            </thead>
+            <tbody>
+              {page.rows.map((row, i) => {
+                const name = panel.columns[0] ? formatColumn(row, panel.columns[0]) : String(i + 1);
+                return (
+                  <tr key={i}>
+                    {panel.columns.map((c) => (
+                      <td key={c.path} class={c.format === 'number' || c.format === 'ms' ? 'num' : undefined}>
+                        {formatColumn(row, c)}
+                      </td>
+                    ))}
+                    {actions.length > 0 ? (
+                      <td class="row-actions">
+                        {actions
+                          .filter((a) => actionOffered(a, row))
+                          .map((a) => {
+                            const key = `${i}:${a.label}`;
+                            return (
+                              <button key={a.label} type="button" class="small" disabled={busy !== null} aria-label={`${a.label}: ${name}`} onClick={() => void act(a, row, key)}>
+                                {busy === key ? `${a.label}…` : a.label}
+                              </button>
+                            );
+                          })}
+                      </td>
+                    ) : null}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {page && (pageNumber > 1 || page.nextCursor) ? (
+        <div class="pager">
+          <button type="button" disabled={pageNumber <= 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
+            Previous page
+          </button>
+          <span>Page {pageNumber}</span>
+          <button type="button" disabled={!page.nextCursor} onClick={() => page.nextCursor && setCursors((c) => [...c, page.nextCursor])}>
+            Next page
+          </button>
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,29 @@
+import { PermanentError } from '../errors/errors.ts';
+
+// A NUL escape, not an escaped backslash followed by "u0000".
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+/**
+ * Why a value cannot be stored as JSON (PostgreSQL's jsonb refuses a NUL character; a BigInt
+ * or a cycle has no JSON), or null when it can.
+ */
+export function storableProblem(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    return `cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`;
+  }
+  if (json !== undefined && NUL_ESCAPE.test(json)) return 'contains a NUL character (\\u0000), which PostgreSQL cannot store';
+  return null;
+}
+
+/** Throws a PermanentError (`code`) naming `what` when the value cannot be stored. */
+export function assertStorable(value: unknown, what: string, code: string): void {
+  const problem = storableProblem(value);
+  if (problem) throw new PermanentError(`${what}: ${problem}`, { code });
+}
+
+/** Text with its NUL characters (which no text column stores) replaced by U+FFFD. */
+export const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);

@@ -1,0 +1,97 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import type { Context } from 'hono';
+import { HttpError } from '../errors.ts';
+
+export interface UploadOptions {
+  /** Where the file is written (created if missing). */
+  dir: string;
+  /** The largest file accepted, in bytes; beyond it the request is refused with 413 and nothing is kept. */
+  maxBytes: number;
+  /** The form field holding the file. @default 'file' */
+  field?: string;
+  /** Other form fields read (text, at most 64 KB each); others are refused. @default [] */
+  fields?: readonly string[];
+}
+
+export interface ReceivedFile {
+  /** Where it was written: `<dir>/<uuid>`. The caller moves or deletes it. */
+  path: string;
+  /** The name the client gave (not a path: only its last segment, and only for display). */
+  filename: string;
+  mimeType: string;
+  bytes: number;
+  /** SHA-256 of the content, hex. */
+  sha256: string;
+}
+
+const issue = (status: 400 | 413 | 415, field: string, rule: string, message: string) =>
+  new HttpError(status, status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request', `${field}: ${message}`, [{ field, rule, message }]);
+
+/**
+ * Receives a `multipart/form-data` upload and streams its file to disk while hashing it: the file
+ * never sits whole in memory, and one over `maxBytes` is cut off at the limit (413) with nothing
+ * kept. Refuses a request that is not multipart (415), has no file (400), or has a field it does
+ * not expect (400). Returns the file and the text fields.
+ */
+export async function receiveUpload(c: Context, options: UploadOptions): Promise<{ file: ReceivedFile; fields: Record<string, string> }> {
+  const fieldName = options.field ?? 'file';
+  const type = c.req.header('content-type') ?? '';
+  if (!/^multipart\/form-data\b/i.test(type)) throw issue(415, 'headers.content-type', 'multipart_required', 'must be multipart/form-data with a file field');
+  const declared = Number(c.req.header('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > options.maxBytes + 64 * 1024) {
+    throw issue(413, `body.${fieldName}`, 'too_big', `larger than the limit of ${options.maxBytes} bytes`);
+  }
+  const body = c.req.raw.body;
+  if (!body) throw issue(400, `body.${fieldName}`, 'required', 'no file was sent');
+  await mkdir(options.dir, { recursive: true });
+  const path = join(options.dir, randomUUID());
+  const fields: Record<string, string> = {};
+  const received: { file?: ReceivedFile } = {};
+  let failure: HttpError | null = null;
+  const parser = busboy({ headers: { 'content-type': type }, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024 } });
+  const writes: Promise<void>[] = [];
+  parser.on('field', (name, value, info) => {
+    if (!(options.fields ?? []).includes(name)) failure ??= issue(400, `body.${name}`, 'unrecognized_field', `not a field of this upload (expected ${[fieldName, ...(options.fields ?? [])].join(', ')})`);
+    else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
+    else fields[name] = value;
+  });
+  parser.on('file', (name, stream, info) => {
+    if (name !== fieldName || writes.length > 0) {
+      failure ??= issue(400, `body.${name}`, 'unrecognized_field', `one file is expected, in the field "${fieldName}"`);
+      stream.resume();
+      return;
+    }
+    const hash = createHash('sha256');
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => {
+      hash.update(chunk);
+      bytes += chunk.length;
+    });
+    stream.on('limit', () => {
+      failure ??= issue(413, `body.${fieldName}`, 'too_big', `larger than the limit of ${options.maxBytes} bytes`);
+    });
+    const filename = (info.filename ?? '').split(/[\\/]/).pop() ?? '';
+    writes.push(
+      pipeline(stream, createWriteStream(path)).then(() => {
+        received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
+      }),
+    );
+  });
+  try {
+    await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), parser);
+    await Promise.all(writes);
+  } catch (error) {
+    failure ??= issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
+  }
+  if (failure || !received.file) {
+    await rm(path, { force: true });
+    throw failure ?? issue(400, `body.${fieldName}`, 'required', 'no file was sent');
+  }
+  return { file: received.file, fields };
+}

@@ -1,0 +1,3 @@
+import { library } from '../../tooling/tsup/library.ts';
+
+export default library({ index: 'src/index.ts' });

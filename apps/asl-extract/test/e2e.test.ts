@@ -1,12 +1,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectEventStream } from '@fanout/sse-pg';
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { createSampleLibrary, sampleKind } from '../src/library/sample.ts';
 import { aslTest, type AslTest } from './harness.ts';
 
-async function submit(t: AslTest, documentIds: string[], token = 'token-a'): Promise<string> {
+async function submit(t: AslTest, documentIds: string[], token: string = TEST_TOKEN.a): Promise<string> {
   const res = await t.call('POST', '/tasks', { token, body: { input: { documentIds } } });
   expect(res.status).toBe(202);
   return ((await res.json()) as { id: string }).id;
@@ -65,7 +66,9 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       req.on('end', async () => {
         inFlight++;
         maxInFlight = Math.max(maxInFlight, inFlight);
-        await new Promise((r) => setTimeout(r, 40));
+        // A model's answer takes a while: calls overlap enough to reach the limit even when
+        // papers are read a few at a time (the PDF reader's threads) on a busy machine.
+        await new Promise((r) => setTimeout(r, 150));
         inFlight--;
         const text: string = JSON.parse(raw).messages[1].content;
         const paper = /paper \d+/.exec(text)?.[0] ?? 'unknown';
@@ -154,13 +157,13 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       ['GET', `/tasks/${id}/results.json`],
       ['GET', `/tasks/${id}/results.csv`],
     ] as const) {
-      const res = await t.call(method, path, { token: 'token-b' });
+      const res = await t.call(method, path, { token: TEST_TOKEN.b });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
     }
-    const docs = (await (await t.call('GET', '/documents', { token: 'token-b' })).json()) as { documents: unknown[] };
+    const docs = (await (await t.call('GET', '/documents', { token: TEST_TOKEN.b })).json()) as { documents: unknown[] };
     expect(docs.documents).toEqual([]);
-    const tasks = (await (await t.call('GET', '/tasks', { token: 'token-b' })).json()) as { tasks: unknown[] };
+    const tasks = (await (await t.call('GET', '/tasks', { token: TEST_TOKEN.b })).json()) as { tasks: unknown[] };
     expect(tasks.tasks).toEqual([]);
   });
 

@@ -1,3 +1,4 @@
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -84,7 +85,7 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     const boundary = 'fanout-boundary';
     const head = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.xpt"\r\ncontent-type: application/octet-stream\r\n\r\n`);
     const status = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(url, { method: 'POST', headers: { authorization: 'Bearer token-a', 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(500 * 1024 * 1024) } }, (res) => {
+      const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(500 * 1024 * 1024) } }, (res) => {
         let body = '';
         res.on('data', (c) => (body += c));
         res.on('end', () => resolve({ status: res.statusCode!, body }));

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { appTest, type AppTestOf } from '@fanout/kit/testing';
+import { appTest, TEST_TOKEN, type AppTestOf } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import app from '../src/app.ts';
 
@@ -40,7 +40,7 @@ export async function qcTest(env: Record<string, string | number> = {}): Promise
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.set(k, v);
       form.set('file', new Blob([bytes]), name);
-      return fetch(`${t.apiUrl}/api/iit/studies/${studyId}/datasets`, { method: 'POST', headers: { authorization: 'Bearer token-a' }, body: form });
+      return fetch(`${t.apiUrl}/api/iit/studies/${studyId}/datasets`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form });
     },
     async study(name: string, standard: 'sdtm' | 'redcap') {
       return (await json('POST', '/studies', { name, standard })).id as string;

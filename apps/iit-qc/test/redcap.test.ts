@@ -1,3 +1,4 @@
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -136,8 +137,8 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     ]);
     expect((await t.call('POST', `/queries/${q.id}/answer`, { body: { text: 'again' } })).status).toBe(409);
     // Another tenant sees none of it.
-    expect((await t.call('GET', `/queries/${q.id}`, { token: 'token-b' })).status).toBe(404);
-    expect((await t.call('GET', `/studies/${studyId}/discrepancies`, { token: 'token-b' })).status).toBe(404);
+    expect((await t.call('GET', `/queries/${q.id}`, { token: TEST_TOKEN.b })).status).toBe(404);
+    expect((await t.call('GET', `/studies/${studyId}/discrepancies`, { token: TEST_TOKEN.b })).status).toBe(404);
 
     const ruleSetId = (await t.json('GET', `/runs/${runId}`)).ruleSetId;
     const second = await t.run(studyId, ruleSetId);

@@ -1,7 +1,7 @@
 import { collectEventStream } from '@fanout/sse-pg';
 import { startTempPostgres, waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
-import { appTest, type AppTestOf } from '../src/testing/index.ts';
+import { appTest, TEST_TOKEN, type AppTestOf } from '../src/testing/index.ts';
 import echo from './fixtures/echo-app.ts';
 
 // Chaos: the kit's echo app (API and worker processes, real OS processes) while worker processes
@@ -11,7 +11,7 @@ import echo from './fixtures/echo-app.ts';
 
 type T = AppTestOf<typeof echo>;
 type TaskJson = { id: string; status: string; total: number; succeeded: number; failed: number; cancelled: number; round: number };
-const TOKENS: Record<string, string> = { 'team-a': 'token-a', 'team-b': 'token-b' };
+const TOKENS: Record<string, string> = { 'team-a': TEST_TOKEN.a, 'team-b': TEST_TOKEN.b };
 
 async function submit(t: T, count: number, tenant: string): Promise<string> {
   const res = await t.call('POST', '/tasks', { body: { input: { count } }, token: TOKENS[tenant]! });

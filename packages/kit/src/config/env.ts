@@ -63,6 +63,14 @@ export const commonEnv = {
   FANOUT_DATA_DIR: stringVar().default('.data'),
   /** How long a stopping process lets running handlers finish before aborting them. */
   FANOUT_DRAIN_MS: intVar({ min: 0 }).default(10_000),
+  /** The largest JSON request body in bytes (413 beyond it; uploads have their own limits). */
+  FANOUT_BODY_LIMIT_BYTES: intVar({ min: 1024, max: 256 * 1024 * 1024 }).default(1024 * 1024),
+  /** Refused tokens one client address may present a minute before it is refused outright (429); 0: no limit. */
+  FANOUT_AUTH_FAILURES_PER_MINUTE: intVar({ min: 0, max: 1_000_000 }).default(30),
+  /** Reverse proxies of your own in front of the API (their X-Forwarded-For names the client whose refused tokens are counted). */
+  FANOUT_PROXY_HOPS: intVar({ min: 0, max: 10 }).default(0),
+  /** Live event streams one tenant may hold open on one API process (429 beyond). */
+  FANOUT_STREAMS_PER_TENANT: intVar({ min: 1, max: 100_000 }).default(100),
 };
 
 export type EnvShape = Record<string, z.ZodType>;

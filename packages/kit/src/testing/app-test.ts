@@ -9,8 +9,11 @@ import { apiPrefix } from '../http/app-http.ts';
 // From the sources (tests, the dev-source condition) or from the build.
 const entry = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../process/entry.ts' : './process/entry.js', import.meta.url));
 
-/** Tokens every app test has: two tenants and an operator. */
-export const TEST_TOKENS = 'token-a:team-a,token-b:team-b,token-ops:ops:operator';
+/** The tokens every app test has: tenant `team-a`, tenant `team-b`, and an operator (tenant `ops`). */
+export const TEST_TOKEN = { a: 'test-token-team-a', b: 'test-token-team-b', ops: 'test-token-operator' } as const;
+
+/** `FANOUT_TOKENS` of an app test. */
+export const TEST_TOKENS = `${TEST_TOKEN.a}:team-a,${TEST_TOKEN.b}:team-b,${TEST_TOKEN.ops}:ops:operator`;
 
 /** Settings that make recoveries quick enough for a test (leases, maintenance, supervision). */
 export const TEST_ENV: Record<string, string | number> = {
@@ -35,7 +38,7 @@ export interface AppTest<P extends AppPrismaClient, E extends EnvShape, S extend
   api(env?: Record<string, string | number>): Promise<PodProcess & { url: string }>;
   /** Starts worker processes and waits until they work. */
   workers(count: number, env?: Record<string, string | number>): Promise<PodProcess[]>;
-  /** A request to the API process under the app's prefix, with `token-a` unless told otherwise. */
+  /** A request to the API process under the app's prefix, with `TEST_TOKEN.a` unless told otherwise (null: none). */
   call(method: string, path: string, options?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
 }
 
@@ -86,7 +89,7 @@ export async function appTest<P extends AppPrismaClient, E extends EnvShape, S e
     async call(method, path, callOptions = {}) {
       if (!apiUrl) throw new Error('start the API process first: await t.api()');
       const headers: Record<string, string> = { ...callOptions.headers };
-      if (callOptions.token !== null) headers.authorization = `Bearer ${callOptions.token ?? 'token-a'}`;
+      if (callOptions.token !== null) headers.authorization = `Bearer ${callOptions.token ?? TEST_TOKEN.a}`;
       if (callOptions.body !== undefined) headers['content-type'] = 'application/json';
       return fetch(`${apiUrl}${apiPrefix(app.name)}${path}`, {
         method,

@@ -42,7 +42,7 @@ const definition = defineFanout({
 describe('start() checks the schema', () => {
   it('refuses to start on a database that lacks a migration, naming it, and starts once it is applied', async () => {
     const { url, pool } = await database([]);
-    const [init, events, limit, console_] = FANOUT_MIGRATIONS.map((m) => m.name);
+    const [init, events, limit, ...later] = FANOUT_MIGRATIONS.map((m) => m.name);
     for (const name of [init!, events!]) await pool.query(await fs.readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8'));
     // Through Prisma's own query path (no `pool`): the probe's booleans come back as booleans.
     const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 2 }) });
@@ -51,7 +51,7 @@ describe('start() checks the schema', () => {
     expect(refused).toBeInstanceOf(FanoutError);
     expect(refused).toMatchObject({
       code: 'schema_outdated',
-      message: `the database lacks the Fanout migration ${limit} and 1 later one (${console_}): apply Fanout's migrations with \`npx fanout migrate\` (or copy them into your Prisma migrations with \`npx fanout copy-migrations prisma/migrations\` and run \`prisma migrate deploy\`)`,
+      message: `the database lacks the Fanout migration ${limit} and ${later.length} later ${later.length === 1 ? 'one' : 'ones'} (${later.join(', ')}): apply Fanout's migrations with \`npx fanout migrate\` (or copy them into your Prisma migrations with \`npx fanout copy-migrations prisma/migrations\` and run \`prisma migrate deploy\`)`,
     });
     // Nothing was started: pg-boss has not even created its schema.
     expect((await pool.query(`SELECT to_regnamespace('pgboss') IS NULL AS none`)).rows[0].none).toBe(true);

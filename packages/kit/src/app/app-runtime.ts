@@ -1,14 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
-import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
 import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
 
-/** Every migration folder an app needs, in order: Fanout's tables, the event payloads, the app's own. */
+/** Every migration folder an app needs, in order: every Fanout table (one folder), then the app's own. */
 export function appMigrations(app: AppSpec<any, any, any>): string[] {
-  return [fanoutMigrations, eventMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
+  return [fanoutMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
 }
 
 export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E extends EnvShape = EnvShape, S extends AppServices = AppServices> extends AsyncDisposable {

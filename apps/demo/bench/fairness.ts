@@ -7,7 +7,6 @@
 //   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s).
 // Prints one JSON line per scenario.
 import { migrationsDir } from '@fanout/prisma-adapter';
-import { migrationsDir as sseMigrationsDir } from '@fanout/sse-pg';
 import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
 import pg from 'pg';
 import { benchServer } from './server.ts';
@@ -23,7 +22,7 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 
 const server = await benchServer();
 try {
-  const url = await server.database('bench_fairness', [migrationsDir, sseMigrationsDir]);
+  const url = await server.database('bench_fairness', [migrationsDir]);
   const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error' })));
   const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 12 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });

@@ -15,6 +15,7 @@ export const STATUS_OF: Record<FanoutErrorCode, ContentfulStatusCode> = {
   unknown_definition: 400,
   aborted: 503,
   not_started: 503,
+  schema_outdated: 503,
 };
 
 export interface Issue {

@@ -36,6 +36,7 @@ import {
   type MetricPoint,
   type SlotUsage,
 } from '@fanout/core';
+import { assertFanoutSchema } from './migrations/check.ts';
 import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
@@ -99,6 +100,11 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#prisma.$transaction(fn, this.#tx);
   }
 
+  /** Throws `schema_outdated` naming the first Fanout migration the database lacks. */
+  async checkSchema(): Promise<void> {
+    await assertFanoutSchema(this.#db);
+  }
+
   // -- tasks -----------------------------------------------------------------------------------
 
   async createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
@@ -121,9 +127,9 @@ export class PrismaFanoutStore implements FanoutStore {
 
   // -- manager ---------------------------------------------------------------------------------
 
-  async startDispatch(taskId: string): Promise<TaskRecord | null> {
+  async startDispatch(taskId: string, trace?: Record<string, string> | null): Promise<TaskRecord | null> {
     if (!isUuid(taskId)) return null;
-    return (await dispatch.startDispatch(this.#db, taskId)) ?? this.getTask(taskId);
+    return (await dispatch.startDispatch(this.#db, taskId, trace ?? null)) ?? this.getTask(taskId);
   }
 
   async insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueWork): Promise<InsertItemsResult> {
@@ -358,8 +364,8 @@ export class PrismaFanoutStore implements FanoutStore {
 
 /**
  * The Fanout store over your Prisma client (Prisma 7 with `@prisma/adapter-pg`). Your schema
- * must contain the models of `@fanout/prisma-adapter/schema.prisma`, and your database the
- * tables of its migration.
+ * must contain the Fanout models (`fanout copy-schema`, or `schemaPath`), and your database every
+ * Fanout migration (`fanout migrate`, or `applyFanoutMigrations`); `checkSchema()` tells.
  */
 export function prismaFanoutStore(prisma: PrismaClientLike, options?: PrismaFanoutStoreOptions): PrismaFanoutStore {
   return new PrismaFanoutStore(prisma, options);

@@ -9,12 +9,13 @@ import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
-import { errorFields } from './logger.ts';
+import { childLogger, errorFields, itemFields, redact, redactText } from './logger.ts';
 import { GroupCommit } from './group-commit.ts';
 import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 
 /** How long a job of a tenant at its in-flight quota waits before it looks again. */
 const QUOTA_RECHECK_MS = 500;
+import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
 
 /**
  * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond
@@ -70,7 +71,7 @@ export class ChildRunner {
       onError: (error) => ctx.reportError(error, 'lease renewal'),
     });
     this.#settles = new GroupCommit<Outcome>({
-      commit: async (outcomes) => {
+      commit: (outcomes) => ctx.telemetry.settleBatch(outcomes.map((o) => o.itemId), async () => {
         // An item's log lines are stored before its outcome: whoever sees it finished can read
         // them. Nothing to do (and no statement) when no handler logged.
         await ctx.itemLogs.flush();
@@ -81,7 +82,7 @@ export class ChildRunner {
           ctx.reportError(error, 'announcing settled items'); // stored all the same
         }
         return new Set(result.settled);
-      },
+      }),
       key: (outcome) => outcome.itemId,
       maxBatch: 500,
       maxFlushes: 2,
@@ -119,6 +120,8 @@ export class ChildRunner {
     const room = await this.#limit.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
     let claimed: ClaimedItem[] = [];
     let token = '';
+    const claiming = ctx.telemetry.claimStarted(room);
+    let claim: ClaimTiming | null = null;
     try {
       token = randomUUID();
       const result = await ctx.store.claimNext({
@@ -132,6 +135,7 @@ export class ChildRunner {
         maxRunningTasks: this.#scheduling.maxRunningTasksPerTenant,
       });
       claimed = result.claimed;
+      claim = claiming.ended(claimed.length);
       // The chain goes on while there is something to take: items claimed, or a task whose items
       // a concurrent job locked first (the next job moves on to the next task), or a quota that
       // will free up. It ends when the tenant has nothing to run now.
@@ -145,7 +149,7 @@ export class ChildRunner {
     } finally {
       for (let i = claimed.length; i < room; i++) this.#limit.release();
     }
-    for (const item of claimed) this.#runOne(definition, item, token);
+    for (const item of claimed) this.#runOne(definition, item, token, ctx.telemetry.item(item, { ...(item.trace ? { trace: item.trace } : {}), ...(typeof item.dueAt === 'number' ? { due: item.dueAt } : {}) }, claim!));
     if (claimed.length === 0) return;
     // Take the next job only once there is room for a few items (a quarter of the handlers, at
     // most a batch): a job per freed slot would cost a fetch, a claim and a successor per item.
@@ -155,14 +159,14 @@ export class ChildRunner {
   }
 
   /** Runs one claimed item in the slot of the concurrency limit reserved for it, then records its outcome. */
-  #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string): void {
-    const running: Promise<void> = this.#run(definition, item, token)
+  #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): void {
+    const running: Promise<void> = this.#run(definition, item, token, tel)
       .catch((error: unknown) => this.#ctx.reportError(error, `running item ${item.itemId}`))
       .finally(() => this.#running.delete(running));
     this.#running.add(running);
   }
 
-  async #run(definition: AnyFanoutDefinition, item: ClaimedItem, token: string): Promise<void> {
+  async #run(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): Promise<void> {
     const ctx = this.#ctx;
     const controller = new AbortController();
     let why: AbortWhy | 'expired' | null = null;
@@ -193,20 +197,28 @@ export class ChildRunner {
       ctx.stats.inFlight++;
       try {
         ctx.events.emit('item.started', base);
+        let logger: ItemContext['logger'] | null = null;
         const itemContext: ItemContext = {
           signal: controller.signal,
           item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
           task: { id: item.taskId, tenant: item.tenant },
-          log: (message, data) => {
+          log: (given, raw) => {
+            // Stored, streamed and written out: credentials in a line are masked on every path.
+            const message = redactText(given);
+            const data = raw === undefined ? undefined : (redact(raw) as Record<string, unknown>);
             ctx.itemLogs.add({ taskId: item.taskId, itemId: item.itemId, attempt: item.attempt, at: new Date(), message, data });
+            ctx.logger.debug(message, { ...itemFields(item), ...data });
             ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message });
           },
           progress: (detail) => ctx.events.emit('item.progress', { ...base, ...detail }),
           limits: ctx.limits,
-          logger: ctx.logger,
+          // Every line the handler logs carries the item's ids (made on first use: most handlers never log).
+          get logger() {
+            return (logger ??= childLogger(ctx.logger, itemFields(item)));
+          },
         };
         const snapshot = definition.item.parse(item.snapshot);
-        let result = await definition.runItem(snapshot, itemContext);
+        let result = await tel.handler(async () => definition.runItem(snapshot, itemContext));
         if (definition.result) result = definition.result.parse(result);
         // A result that cannot be stored fails its item now, with a reason, instead of its settle.
         assertStorable(result, 'result', 'invalid_result');
@@ -216,6 +228,7 @@ export class ChildRunner {
         this.#limit.release();
       }
     } catch (error) {
+      if (why) tel.aborted(why);
       if (why === 'task_stopped') {
         outcome = { itemId: item.itemId, token, status: 'cancelled' };
       } else if (why === 'claim_lost') {
@@ -242,7 +255,9 @@ export class ChildRunner {
           const why = transient && item.attempt < item.maxAttempts ? ` (its next attempt would be in ${Math.round(delayMs / 1000)} s, ${delayMs > MAX_RETRY_DELAY_MS ? 'more than a day away' : "after the task's deadline"})` : '';
           outcome = { itemId: item.itemId, token, status: 'failed', error: { ...itemError, message: `${itemError.message}${why}`, retryable: transient } };
         }
-        ctx.logger.debug('item failed', { taskId: item.taskId, itemId: item.itemId, ...itemError, retry: !!release, ...errorFields(error) });
+        const giveUp = !transient || release ? undefined : item.attempt >= item.maxAttempts ? 'out_of_attempts' : delayMs > MAX_RETRY_DELAY_MS ? 'delay_too_long' : 'past_deadline';
+        tel.failed(error, { code: itemError.code, kind: transient ? 'transient' : 'permanent', retry: !!release, delayMs, ...(giveUp ? { giveUp } : {}) });
+        ctx.logger.debug('item failed', { ...itemFields(item), code: itemError.code, message: itemError.message, retry: !!release, ...(release ? { delayMs } : {}), ...errorFields(error) });
       }
     } finally {
       clearTimeout(expiry);
@@ -251,9 +266,14 @@ export class ChildRunner {
     // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
     // takes over.
     const durationMs = startedAt === null ? null : performance.now() - startedAt;
-    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs)
-      .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
+    let recordFailure: unknown;
+    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs, tel)
+      .catch((error: unknown) => {
+        recordFailure = error;
+        ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item));
+      })
       .finally(() => {
+        tel.end(recordFailure);
         this.#leases.untrack(item.itemId, token);
         ctx.itemLogs.attemptDone(item.itemId, item.attempt);
         this.#recording.delete(recording);
@@ -268,12 +288,15 @@ export class ChildRunner {
     recorded: Outcome | null,
     release: { error: ItemError; delayMs: number; refund?: boolean } | null,
     durationMs: number | null,
+    tel: ItemTelemetry,
   ): Promise<void> {
     const ctx = this.#ctx;
     let outcome = recorded;
 
     if (release) {
-      const released = await this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) });
+      const released = await tel.retry(release, () =>
+        this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) }),
+      );
       if (released) {
         if (!release.refund) ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
         return;
@@ -282,8 +305,9 @@ export class ChildRunner {
       outcome = { itemId: item.itemId, token, status: 'cancelled' };
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
-    if (!outcome || !(await this.#settles.push(outcome))) return;
+    if (!outcome || !(await tel.settle(outcome, (o) => this.#settles.push(o)))) return;
     ctx.stats.settled(item.kind, outcome.status, durationMs);
+    tel.settled(outcome, durationMs);
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);

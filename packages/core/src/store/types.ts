@@ -197,6 +197,10 @@ export interface ClaimedItem {
   round: number;
   /** The task's deadline, when it has one (a retry later than it is pointless). */
   deadlineAt: Date | null;
+  /** The trace context its task's dispatch ran in (when a tracer was registered then). */
+  trace?: Record<string, string> | null;
+  /** When it became due (ms since epoch): its retry delay's end, or its task's dispatch; null when unknown. */
+  dueAt?: number | null;
 }
 
 /** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
@@ -419,6 +423,13 @@ export interface SlotUsage {
 }
 
 export interface FanoutStore {
+  /**
+   * Checks that the database has every table and function this store needs, and throws a
+   * `FanoutError` with code `schema_outdated` naming the first missing migration. `start()` calls
+   * it before anything else, so a database that was not migrated refuses to start.
+   */
+  checkSchema?(): Promise<void>;
+
   // -- tasks ---------------------------------------------------------------------------------
   /** Creates a task (status `queued`) and, in the same transaction, enqueues its manager job. */
   createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask>;
@@ -428,7 +439,7 @@ export interface FanoutStore {
 
   // -- manager -------------------------------------------------------------------------------
   /** `queued` -> `running`. Returns the task as it is now (whatever its status), or null. */
-  startDispatch(taskId: string): Promise<TaskRecord | null>;
+  startDispatch(taskId: string, trace?: Record<string, string> | null): Promise<TaskRecord | null>;
   /**
    * Inserts one page of items and raises `total`, skipping keys the task already has, and
    * enqueues jobs for the new pending items, all in one transaction. Inserts nothing unless the

@@ -1,14 +1,15 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
+import type { MeterProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
-import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
+import { liveCounts } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
 import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
 
-/** Every migration folder an app needs, in order: Fanout's tables, the event payloads, the app's own. */
+/** Every migration folder an app needs, in order: every Fanout table (one folder), then the app's own. */
 export function appMigrations(app: AppSpec<any, any, any>): string[] {
-  return [fanoutMigrations, eventMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
+  return [fanoutMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
 }
 
 export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E extends EnvShape = EnvShape, S extends AppServices = AppServices> extends AsyncDisposable {
@@ -26,7 +27,7 @@ export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E exten
  */
 export async function openApp<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger },
+  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider },
 ): Promise<AppRuntime<P, E, S>> {
   const { env, role } = options;
   const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
@@ -68,7 +69,10 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       ...(env.FANOUT_TENANT_MAX_IN_FLIGHT ? { maxInFlightPerTenant: env.FANOUT_TENANT_MAX_IN_FLIGHT } : {}),
       ...(env.FANOUT_TENANT_MAX_RUNNING_TASKS ? { maxRunningTasksPerTenant: env.FANOUT_TENANT_MAX_RUNNING_TASKS } : {}),
     },
+    telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
   });
+  // Live streams and broadcasts of this process, in its presence reports (the console adds them up).
+  fanout.stats.reporters.push(() => ({ live: { clients: { ...liveCounts.clients }, notifyFailures: liveCounts.notifyFailures } }));
   const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>

@@ -61,7 +61,7 @@ export interface AppSpec<P extends AppPrismaClient = AppPrismaClient, E extends 
   module: string;
   /** Makes the app's Prisma client: `(adapter) => new PrismaClient({ adapter })`. */
   prisma(adapter: PrismaPg): P;
-  /** The app's own migration folders (Prisma layout); Fanout's and the event store's come first. */
+  /** The app's own migration folders (Prisma layout); Fanout's come first. */
   migrations: readonly (string | URL)[];
   /** The app's environment variables (zod schemas); the common ones are always read. */
   env?: E;

@@ -27,6 +27,8 @@ interface ClaimRow {
   max_attempts: number;
   round: number;
   deadline_at: Date | null;
+  trace?: Record<string, string> | null;
+  due_at?: Date | null;
 }
 
 const toClaimed = (r: ClaimRow): ClaimedItem => ({
@@ -40,6 +42,8 @@ const toClaimed = (r: ClaimRow): ClaimedItem => ({
   maxAttempts: r.max_attempts,
   round: r.round,
   deadlineAt: r.deadline_at,
+  trace: r.trace ?? null,
+  dueAt: r.due_at ? r.due_at.getTime() : null,
 });
 
 /** Claims the claimable ones of `ids` (valid uuids) for `token` until `leaseMs` from now. */
@@ -94,7 +98,7 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
       LIMIT 1
     ),
     picked AS (
-      SELECT i.id FROM fanout_item i
+      SELECT i.id, i.retry_at FROM fanout_item i
       WHERE i.task_id = (SELECT id FROM task) AND i.status = 'pending' AND (i.retry_at IS NULL OR i.retry_at <= clock_timestamp())
       ORDER BY i.seq
       LIMIT ${limit}::int
@@ -109,9 +113,12 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
       WHERE i.id = picked.id
       RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
     )
-    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, (SELECT id FROM task) AS picked_task
+    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
+           -- When the item became due: its retry delay's end, or the start of its task's dispatch.
+           COALESCE(p.retry_at, t.started_at) AS due_at, (SELECT id FROM task) AS picked_task
     FROM (SELECT 1) one
     LEFT JOIN claimed c ON true
+    LEFT JOIN picked p ON p.id = c.id
     LEFT JOIN fanout_task t ON t.id = c.task_id`;
   const claimed = rows.filter((r) => r.id !== null).map(toClaimed);
   return { claimed, taskId: rows[0]?.picked_task ?? null, atQuota: false };

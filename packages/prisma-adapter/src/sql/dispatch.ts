@@ -43,9 +43,10 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
 }
 
 /** `queued` -> `running`; null when the task was not queued (the caller reads it as it is). */
-export async function startDispatch(db: PrismaQueryable, taskId: string): Promise<TaskRecord | null> {
+export async function startDispatch(db: PrismaQueryable, taskId: string, trace: Record<string, string> | null): Promise<TaskRecord | null> {
   const [started] = await db.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET status = 'running', started_at = now(), round_started_at = now(), updated_at = now()
+    UPDATE fanout_task SET status = 'running', started_at = now(), round_started_at = now(), updated_at = now(),
+      trace = ${trace === null ? null : JSON.stringify(trace)}::jsonb
     WHERE id = ${taskId}::uuid AND status = 'queued'
     RETURNING *`;
   return started ? toTask(started) : null;

@@ -5,6 +5,9 @@
 
 -- A task's priority among the tasks of its tenant (higher first; equal ones take turns).
 ALTER TABLE "fanout_task" ADD COLUMN "priority" INTEGER NOT NULL DEFAULT 0;
+-- The trace context of the task's dispatch (when a tracer was registered): its items are claimed
+-- later, by jobs that serve a tenant rather than a task, and their spans continue it.
+ALTER TABLE "fanout_task" ADD COLUMN "trace" JSONB;
 -- When retention deleted the task's items and logs (the task row and its counters stay).
 ALTER TABLE "fanout_task" ADD COLUMN "purged_at" TIMESTAMPTZ(3);
 

@@ -6,24 +6,51 @@
 // 1), and the pair with the median ratio is printed, with every pair's ratio in `ratios`.
 // Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { migrationsDir } from '@fanout/prisma-adapter';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import pg from 'pg';
 import { createAppRuntime } from '../src/db.ts';
 import { noop } from './noop.ts';
 import { benchServer } from './server.ts';
 
-const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number);
+// BENCH_SIZES=0 skips raw against Fanout (to run only the telemetry pairs, BENCH_OTEL_SIZE).
+const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number).filter((n) => n > 0);
 const repeatsFor = (n: number) => Number(process.env.BENCH_REPEATS ?? (n <= 20_000 ? 5 : 1));
+// BENCH_OTEL_WARMUP=k: each process of the telemetry pairs first works a task of k items (both
+// arms alike), so the pair compares steady state rather than start-up (code compiled on first use).
+const otelWarmup = Number(process.env.BENCH_OTEL_WARMUP ?? 0);
 const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
+
+// The bench submits each task in a caller's trace (as an HTTP client sending `traceparent` would):
+// this process only propagates it (no SDK here, it is not measured), and the traced scenario
+// reports how many item spans ended up in that trace.
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+
+/** What a scenario process prints when it ends. */
+interface ScenarioResult {
+  seconds?: number;
+  cpuSeconds: number;
+  peakRssMb: number;
+  liveHeapMb: number;
+  spans?: number;
+  spansByName?: Record<string, number>;
+  itemSpansInTrace?: number;
+}
 
 const server = await benchServer();
 const freshDatabase = (name: string) => server.database(name, [migrationsDir]);
 
-function run(args: string[], waitReady = false) {
-  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', '--expose-gc', scenarioPath, ...args], {
+function run(args: string[], waitReady = false, env: Record<string, string> = {}) {
+  const prof = process.env.BENCH_CPU_PROF && args[0] === 'fanout-children' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', '--expose-gc', ...prof, scenarioPath, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let out = '';
   let err = '';
@@ -35,7 +62,7 @@ function run(args: string[], waitReady = false) {
     });
     child.once('exit', (code) => reject(new Error(`scenario ${args[0]} exited ${code}: ${err}`)));
   });
-  const result = new Promise<Record<string, number>>((resolve, reject) =>
+  const result = new Promise<ScenarioResult>((resolve, reject) =>
     child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`scenario ${args[0]} exited ${code}: ${err}`)))),
   );
   ready.catch(() => {}); // a failed start surfaces through `result`
@@ -84,10 +111,12 @@ async function measureRaw(n: number) {
  * Fanout: one task of n no-op items; the manager and the children in their own processes,
  * children with the same batch size and worker count as raw.
  */
-async function measureFanout(n: number) {
+async function measureFanout(n: number, otel = false, warmup = 0) {
   const url = await freshDatabase(`bench_fanout_${n}`);
-  const manager = run(['fanout-manager', url], true);
-  const children = run(['fanout-children', url], true);
+  const traceId = randomBytes(16).toString('hex');
+  const env = { BENCH_OTEL: otel ? '1' : '0', BENCH_TRACE_ID: traceId };
+  const manager = run(['fanout-manager', url], true, env);
+  const children = run(['fanout-children', url], true, env);
   await Promise.all([manager.ready, children.ready]);
   const api = createAppRuntime({ databaseUrl: url, definitions: [noop], poolSize: 2 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
@@ -95,14 +124,19 @@ async function measureFanout(n: number) {
   // costs the measured processes next to nothing and adds 2.5 ms on average.
   const watcher = new pg.Client({ connectionString: url });
   await watcher.connect();
+  const completed = async (id: string) => {
+    for (;;) {
+      const { rows } = await watcher.query<{ status: string }>('SELECT status FROM fanout_task WHERE id = $1', [id]);
+      if (rows[0]?.status === 'completed') return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  if (warmup > 0) await completed((await api.fanout.submit(noop, { n: warmup })).id);
   const cpuBefore = machineCpuSeconds();
   const started = performance.now();
-  const task = await api.fanout.submit(noop, { n });
-  for (;;) {
-    const { rows } = await watcher.query<{ status: string }>('SELECT status FROM fanout_task WHERE id = $1', [task.id]);
-    if (rows[0]?.status === 'completed') break;
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  const caller = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: randomBytes(8).toString('hex'), traceFlags: TraceFlags.SAMPLED, isRemote: true });
+  const task = await context.with(caller, () => api.fanout.submit(noop, { n }));
+  await completed(task.id);
   const seconds = (performance.now() - started) / 1000;
   const machineCpu = cpuDelta(cpuBefore);
   await watcher.end();
@@ -124,7 +158,66 @@ async function measureFanout(n: number) {
     // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the two
     // processes) and each Fanout process.
     cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds },
+    spans: (managerStats.spans ?? 0) + (childStats.spans ?? 0),
+    spansByName: sumByName(managerStats.spansByName, childStats.spansByName),
+    itemSpansInTrace: childStats.itemSpansInTrace ?? 0,
   };
+}
+
+function sumByName(...counts: Array<Record<string, number> | undefined>): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const c of counts) for (const [name, k] of Object.entries(c ?? {})) sum[name] = (sum[name] ?? 0) + k;
+  return sum;
+}
+
+/**
+ * The cost of telemetry: Fanout with an OpenTelemetry SDK (every span kept in memory, metrics
+ * read every second) against Fanout without, at the same size, in turns (which one goes first
+ * alternates); the pair with the median overhead is printed, with every pair's (`pairs`: wall
+ * seconds, the children process's CPU seconds and live heap). The traced run's spans are counted
+ * by name, and its item spans in the caller's trace, to show what was recorded.
+ */
+async function measureTelemetry(n: number, repeats: number) {
+  const pairs = [];
+  for (let i = 0; i < repeats; i++) {
+    let plain;
+    let traced;
+    if (i % 2 === 0) {
+      plain = await measureFanout(n, false, otelWarmup);
+      traced = await measureFanout(n, true, otelWarmup);
+    } else {
+      traced = await measureFanout(n, true, otelWarmup);
+      plain = await measureFanout(n, false, otelWarmup);
+    }
+    pairs.push({ round: i + 1, plain, traced, overhead: traced.seconds / plain.seconds - 1 });
+  }
+  pairs.sort((a, b) => a.overhead - b.overhead);
+  const median = pairs[Math.floor(pairs.length / 2)]!;
+  print({
+    scenario: 'fanout_otel',
+    n,
+    seconds: round(median.traced.seconds),
+    plainSeconds: round(median.plain.seconds),
+    overheadPct: round(median.overhead * 100, 1),
+    overheadsPct: pairs.map((p) => round(p.overhead * 100, 1)),
+    sampler: 'ParentBased(AlwaysOn): every span recorded and exported',
+    warmupItems: otelWarmup,
+    spansPerItem: round(median.traced.spans / (n + otelWarmup)),
+    // The measured task's item spans in the trace it was submitted in (every attempt of every item).
+    itemSpansInTrace: median.traced.itemSpansInTrace,
+    spansByName: median.traced.spansByName,
+    cpuSeconds: { traced: median.traced.cpuSeconds, plain: median.plain.cpuSeconds },
+    // Every pair in the order it ran: wall seconds, the children process's CPU seconds and live heap.
+    pairs: pairs.map((p) => ({
+      round: p.round,
+      plainSeconds: round(p.plain.seconds),
+      tracedSeconds: round(p.traced.seconds),
+      overheadPct: round(p.overhead * 100, 1),
+      childrenCpu: { plain: p.plain.cpuSeconds.children, traced: p.traced.cpuSeconds.children },
+      childrenLiveHeapMb: { plain: p.plain.childrenLiveHeapMb, traced: p.traced.childrenLiveHeapMb },
+      spans: p.traced.spans,
+    })).sort((a, b) => a.round - b.round),
+  });
 }
 
 const fanoutSeconds = new Map<number, number>();
@@ -140,14 +233,16 @@ try {
     const median = pairs[Math.floor(pairs.length / 2)]!;
     const ratios = pairs.length > 1 ? { ratios: pairs.map((p) => round(p.ratio)) } : {};
     print({ ...median.raw, seconds: round(median.raw.seconds) });
-    const { scenario, n: _n, seconds, perSec, ...rest } = median.fanout;
+    const { scenario, n: _n, seconds, perSec, spansByName: _byName, itemSpansInTrace: _inTrace, ...rest } = median.fanout;
     print({ scenario, n, seconds: round(seconds), perSec, ratioToRaw: round(median.ratio), ...ratios, ...rest });
     fanoutSeconds.set(n, median.fanout.seconds);
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
-  if (small !== large) {
+  if (sizes.length > 0 && small !== large) {
     print({ scenario: 'fanout_scaling', n: large, seconds: round(fanoutSeconds.get(large)!), timeRatio: round(fanoutSeconds.get(large)! / fanoutSeconds.get(small)!), sizeRatio: large / small });
   }
+  const otelSize = Number(process.env.BENCH_OTEL_SIZE ?? 10_000);
+  if (otelSize > 0) await measureTelemetry(otelSize, repeatsFor(otelSize));
 } finally {
   await server.stop();
 }

@@ -63,6 +63,8 @@ if (mode === 'raw') {
   process.exit(0);
 } else {
   const managers = mode === 'fanout-manager';
+  // BENCH_OTEL=1: the same process with an OpenTelemetry SDK registered (traces and metrics).
+  const sdk = process.env.BENCH_OTEL === '1' ? (await import('./otel.ts')).registerBenchSdk() : null;
   const app = createAppRuntime({
     databaseUrl: url,
     definitions: [noop],
@@ -77,7 +79,9 @@ if (mode === 'raw') {
     const cpuSeconds = cpuSince(cpu);
     const liveHeapMb = finalLiveHeapMb();
     await app.close();
-    console.log(JSON.stringify({ cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
+    const spans = sdk ? await sdk.spans(process.env.BENCH_TRACE_ID) : { spans: 0, spansByName: {}, itemSpansInTrace: 0 };
+    await sdk?.close();
+    console.log(JSON.stringify({ cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb, ...spans }));
     process.exit(0);
   });
 }

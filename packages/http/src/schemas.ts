@@ -134,6 +134,19 @@ export const operationsSchema = z.object({
     /** Child jobs in the dead-letter queues now. */
     deadLettered: z.number().int(),
   }),
+  /** Tasks to look at: running past their deadline, or making no progress (null: not watched). */
+  attention: z
+    .object({
+      active: z.object({ queued: z.number().int(), running: z.number().int(), stopping: z.number().int() }),
+      overdue: z.array(z.object({ id: z.uuid(), kind: z.string(), tenant: z.string().nullable(), deadlineAt: iso })),
+      stalled: z.array(z.object({ id: z.uuid(), kind: z.string(), tenant: z.string().nullable(), settled: z.number().int(), total: z.number().int(), quietMs: z.number() })),
+    })
+    .nullable(),
+  /** Failed and retried items by error type since the processes listed started. */
+  errors: z.array(z.object({ code: z.string(), failed: z.number().int(), retried: z.number().int() })),
+  /** Claims live workers lost to another (their lease lapsed while they ran). */
+  leasesLost: z.number().int(),
+  live: z.object({ sseClients: z.number().int(), notifyFailures: z.number().int() }),
 });
 export const errorSchema = z.object({
   error: z.object({

@@ -18,5 +18,8 @@ export type { LocalApp, LocalOptions } from './process/local.ts';
 export { listen } from './process/serve.ts';
 export type { Listening } from './process/serve.ts';
 export { onShutdown, runMain } from './process/shutdown.ts';
+export { serveMetrics } from './telemetry/process-metrics.ts';
+export type { MetricsEndpoint } from './telemetry/process-metrics.ts';
+export { traceRequests } from './telemetry/http-tracing.ts';
 export { WorkerJobError, WorkerPool } from './workers/worker-pool.ts';
 export type { WorkerJobFailure, WorkerPoolOptions } from './workers/worker-pool.ts';

@@ -11,3 +11,4 @@ export { collectEventStream } from './client.ts';
 export type { EventStreamMessage } from './client.ts';
 export { streamTenantEvents } from './tenant-stream.ts';
 export type { KindedTaskState, StreamScope, TenantEventsOptions } from './tenant-stream.ts';
+export { liveCounts, observeLiveMetrics } from './telemetry.ts';

@@ -1,5 +1,6 @@
 import type { Logger } from '@fanout/core';
 import pg from 'pg';
+import { liveCounts } from './telemetry.ts';
 import { assertChannel, isStateEvent, isTerminalEvent, MAX_NOTIFY_BYTES, taskEventSchema, type TaskEvent, type TaskStateEvent, type Wire } from './events.ts';
 
 export interface PublisherOptions {
@@ -154,6 +155,7 @@ export class TaskEventPublisher implements AsyncDisposable {
     const job = this.#tail
       .then(() => this.#notify(event))
       .catch((error: unknown) => {
+        liveCounts.notifyFailures++;
         this.#logger?.warn('task event broadcast failed', { taskId: event.taskId, type: event.type, error: (error as Error).message });
       })
       .finally(() => this.#inFlight.delete(job));
@@ -197,7 +199,11 @@ export class TaskEventPublisher implements AsyncDisposable {
       this.#ended.set(event.taskId, event.counts.round);
     }
     const job = this.#tail.then(() => this.#notify(event));
-    const settled = job.catch(() => {}).finally(() => this.#inFlight.delete(settled));
+    const settled = job
+      .catch(() => {
+        liveCounts.notifyFailures++;
+      })
+      .finally(() => this.#inFlight.delete(settled));
     this.#tail = settled;
     this.#inFlight.add(settled);
     return job;

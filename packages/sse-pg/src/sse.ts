@@ -4,6 +4,7 @@ import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { isNewerState } from './publisher.ts';
 import { isStateEvent, isTerminalEvent, type TaskCounts, type TaskEvent, type TaskStateEvent } from './events.ts';
 import type { TaskEventSubscriber } from './subscriber.ts';
+import { liveCounts } from './telemetry.ts';
 
 /** What the handler needs to know of a task: its owner and its counters. */
 export interface TaskState extends TaskCounts {
@@ -132,6 +133,7 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
         if (!latest || !isTerminalEvent(latest)) void options.loadTask(taskId).then((now) => now && push(stateEventOf(now)), () => {});
       }, heartbeatMs);
       let closed = false;
+      liveCounts.clients.task++;
       const done = new Promise<void>((resolve) => {
         stream.onAbort(() => {
           closed = true;
@@ -168,6 +170,7 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
           wake = null;
         }
       } finally {
+        liveCounts.clients.task--;
         clearInterval(heartbeat);
         unsubscribe();
         offReconnect();

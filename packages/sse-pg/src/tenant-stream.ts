@@ -4,6 +4,7 @@ import { isStateEvent, type TaskCounts, type TaskEvent, type TaskStateEvent } fr
 import { isNewerState } from './publisher.ts';
 import type { TaskState } from './sse.ts';
 import type { TaskEventSubscriber } from './subscriber.ts';
+import { liveCounts } from './telemetry.ts';
 
 /** A task's state with the definition it belongs to. */
 export interface KindedTaskState extends TaskState {
@@ -127,6 +128,7 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
       void stream.write(': ping\n\n').catch(() => {});
       void load(new Date((lastId || Date.now()) - margin)).catch(() => {});
     }, heartbeatMs);
+    liveCounts.clients.tenant++;
     const done = new Promise<void>((resolve) => {
       stream.onAbort(() => {
         closed = true;
@@ -169,6 +171,7 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
         wake = null;
       }
     } finally {
+      liveCounts.clients.tenant--;
       clearInterval(heartbeat);
       offTenant();
       offFocus();

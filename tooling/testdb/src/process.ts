@@ -26,6 +26,8 @@ export interface PodProcess {
   child: ChildProcess;
   pid: number;
   lines: string[];
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
   exited: Promise<number | null>;
   /** SIGTERM, then wait for a clean exit. */
   stop(): Promise<number | null>;
@@ -66,6 +68,7 @@ export async function startProcess(path: string, readyWord: string, databaseUrl:
     child,
     pid: child.pid!,
     lines,
+    stderr: () => errors.join(''),
     exited,
     kill: (signal) => child.kill(signal),
     async stop() {

@@ -27,6 +27,11 @@ export interface RunOptions {
 export interface LimitObserver {
   waitStarted(): void;
   waitEnded(waitedMs: number): void;
+  /** A span (or anything ended once) around one wait: its length, and its error when it failed. */
+  waitSpan?(): { end(waitedMs: number, error?: unknown): void };
+  /** A global slot was taken, or given back, by this process. */
+  acquired?(): void;
+  released?(): void;
 }
 
 /** Runs `take` (which waits for a slot) and tells the observer how long it waited. */
@@ -34,10 +39,17 @@ async function observed<T>(observer: LimitObserver | undefined, take: () => Prom
   if (!observer) return take();
   const started = performance.now();
   observer.waitStarted();
+  const span = observer.waitSpan?.();
+  let failure: unknown;
   try {
     return await take();
+  } catch (error) {
+    failure = error;
+    throw error;
   } finally {
-    observer.waitEnded(performance.now() - started);
+    const waitedMs = performance.now() - started;
+    observer.waitEnded(waitedMs);
+    span?.end(waitedMs, failure);
   }
 }
 
@@ -86,6 +98,7 @@ export class GlobalLimit {
       }
     });
     let released = false;
+    this.#observer?.acquired?.();
     // Renew while held, so a long call keeps its slot and a dead process loses it.
     const timer = setInterval(() => {
       this.#store
@@ -106,6 +119,7 @@ export class GlobalLimit {
         if (released) return;
         released = true;
         clearInterval(timer);
+        this.#observer?.released?.();
         await this.#store.releaseSlot(this.name, holder);
       },
     };

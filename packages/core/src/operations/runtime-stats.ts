@@ -33,6 +33,8 @@ export class RuntimeStats {
   inFlight = 0;
   readonly recoveries: RecoveryCounts = { lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0 };
   readonly limits = new Map<string, LimitStats>();
+  /** More counters for the presence report (telemetry's, a live stream's), merged into `snapshot()`. */
+  readonly reporters: Array<() => Record<string, unknown>> = [];
   #samples = new Map<string, MetricSample & { durations: number[] }>();
 
   /** An item's outcome was stored: `durationMs` is how long its handler ran (null if it did not). */
@@ -89,6 +91,7 @@ export class RuntimeStats {
 
   /** Counters for the presence report. */
   snapshot(): Record<string, unknown> {
-    return { recoveries: { ...this.recoveries }, limits: Object.fromEntries([...this.limits].map(([name, s]) => [name, { ...s, waitedMs: Math.round(s.waitedMs) }])) };
+    const more = Object.assign({}, ...this.reporters.map((report) => report()));
+    return { ...more, recoveries: { ...this.recoveries }, limits: Object.fromEntries([...this.limits].map(([name, s]) => [name, { ...s, waitedMs: Math.round(s.waitedMs) }])) };
   }
 }

@@ -2,6 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import type { AnyFanoutDefinition } from '../define/define-fanout.ts';
 import type { FanoutStore } from '../store/types.ts';
 import { histogramQuantile } from './durations.ts';
+import type { TaskAttention } from '../telemetry/task-gauges.ts';
 import { BUCKET_MS, type LimitStats, type RecoveryCounts } from './runtime-stats.ts';
 
 /** A process is listed as lost once it has not reported for this long (it reports every 5 s). */
@@ -15,6 +16,16 @@ export interface OperationsSnapshot {
   series: { at: Date; settled: number; failed: number; p50Ms: number | null; p95Ms: number | null }[];
   /** What the maintenance loops of the processes listed repaired since they started. */
   recoveries: RecoveryCounts;
+  /**
+   * Tasks to look at (running past their deadline, making no progress), read like the
+   * `fanout.tasks.*` gauges; null when the runtime reads no task gauges.
+   */
+  attention: TaskAttention | null;
+  /** Failed and retried items by error type, claims lost by live workers, since the processes listed started (the `fanout.items.*` counters). */
+  errors: { code: string; failed: number; retried: number }[];
+  leasesLost: number;
+  /** Live streams open on the live processes now, and broadcasts that failed since they started. */
+  live: { sseClients: number; notifyFailures: number };
 }
 
 /**
@@ -22,22 +33,46 @@ export interface OperationsSnapshot {
  * shared limits (slots busy, callers waiting), throughput and latency per 10 s over the last
  * `windowMs`, and the maintenance loop's recoveries. For the given definitions only.
  */
-export async function operationsSnapshot(store: FanoutStore, boss: PgBoss, definitions: readonly AnyFanoutDefinition[], windowMs = 15 * 60_000): Promise<OperationsSnapshot> {
+export async function operationsSnapshot(
+  store: FanoutStore,
+  boss: PgBoss,
+  definitions: readonly AnyFanoutDefinition[],
+  windowMs = 15 * 60_000,
+  attention: () => Promise<TaskAttention | null> = async () => null,
+): Promise<OperationsSnapshot> {
   const kinds = definitions.map((d) => d.name);
   const now = Date.now();
-  const [queues, workers, slots, points] = await Promise.all([
+  const [queues, workers, slots, points, tasks] = await Promise.all([
     boss.getQueues(definitions.flatMap((d) => [d.managerQueue, d.childQueue, d.deadLetterQueue])),
     store.workers(kinds, 60 * 60_000),
     store.slotUsage(),
     store.metrics(kinds, new Date(Math.floor((now - windowMs) / BUCKET_MS) * BUCKET_MS)),
+    attention(),
   ]);
+  const errors = new Map<string, { code: string; failed: number; retried: number }>();
+  let leasesLost = 0;
+  const live = { sseClients: 0, notifyFailures: 0 };
   const byName = new Map(queues.map((q) => [q.name, q]));
   const recoveries: RecoveryCounts = { lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0 };
   const limits = new Map<string, Omit<LimitStats, 'kind'> & { kind: 'global' | 'rate' }>();
   for (const worker of workers) {
-    const stats = worker.stats as { recoveries?: Partial<RecoveryCounts>; limits?: Record<string, LimitStats> };
+    const stats = worker.stats as {
+      recoveries?: Partial<RecoveryCounts>;
+      limits?: Record<string, LimitStats>;
+      telemetry?: { errors?: Record<string, { failed: number; retried: number }>; leasesLost?: number };
+      live?: { clients?: { task?: number; tenant?: number }; notifyFailures?: number };
+    };
     for (const key of Object.keys(recoveries) as (keyof RecoveryCounts)[]) recoveries[key] += stats.recoveries?.[key] ?? 0;
+    for (const [code, e] of Object.entries(stats.telemetry?.errors ?? {})) {
+      const sum = errors.get(code) ?? { code, failed: 0, retried: 0 };
+      sum.failed += e.failed;
+      sum.retried += e.retried;
+      errors.set(code, sum);
+    }
+    leasesLost += stats.telemetry?.leasesLost ?? 0;
+    live.notifyFailures += stats.live?.notifyFailures ?? 0;
     if (now - worker.seenAt.getTime() > LOST_AFTER_MS) continue; // a lost process waits for nothing
+    live.sseClients += (stats.live?.clients?.task ?? 0) + (stats.live?.clients?.tenant ?? 0);
     for (const [name, l] of Object.entries(stats.limits ?? {})) {
       const sum = limits.get(name) ?? { kind: l.kind, limit: l.limit, waiting: 0, waits: 0, waitedMs: 0 };
       sum.waiting += l.waiting;
@@ -69,5 +104,9 @@ export async function operationsSnapshot(store: FanoutStore, boss: PgBoss, defin
     limits: [...limits].map(([name, l]) => ({ name, kind: l.kind, limit: l.limit, inUse: busy.get(name)?.busy ?? 0, waiting: l.waiting, waits: l.waits, waitedMs: l.waitedMs })),
     series: points.map((p) => ({ at: p.bucket, settled: p.settled, failed: p.failed, p50Ms: histogramQuantile(p.durations, 0.5), p95Ms: histogramQuantile(p.durations, 0.95) })),
     recoveries,
+    attention: tasks,
+    errors: [...errors.values()].sort((a, b) => b.failed + b.retried - (a.failed + a.retried)),
+    leasesLost,
+    live,
   };
 }

@@ -9,10 +9,11 @@ import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
-import { errorFields } from './logger.ts';
+import { childLogger, errorFields, itemFields, redact, redactText } from './logger.ts';
 import { GroupCommit } from './group-commit.ts';
+import type { ItemTelemetry, JobTraceFields } from '../telemetry/tracing.ts';
 
-export interface ChildJobData {
+export interface ChildJobData extends JobTraceFields {
   taskId: string;
   itemId: string;
 }
@@ -64,7 +65,7 @@ export class ChildRunner {
       onError: (error) => ctx.reportError(error, 'lease renewal'),
     });
     this.#settles = new GroupCommit<Outcome>({
-      commit: async (outcomes) => {
+      commit: (outcomes) => ctx.telemetry.settleBatch(outcomes.map((o) => o.itemId), async () => {
         // An item's log lines are stored before its outcome: whoever sees it finished can read
         // them. Nothing to do (and no statement) when no handler logged.
         await ctx.itemLogs.flush();
@@ -75,7 +76,7 @@ export class ChildRunner {
           ctx.reportError(error, 'announcing settled items'); // stored all the same
         }
         return new Set(result.settled);
-      },
+      }),
       key: (outcome) => outcome.itemId,
       maxBatch: 500,
       maxFlushes: 2,
@@ -109,13 +110,20 @@ export class ChildRunner {
     const jobByItem = new Map<string, Job<ChildJobData>>();
     for (const job of jobs) if (!jobByItem.has(job.data.itemId)) jobByItem.set(job.data.itemId, job);
     const token = randomUUID();
+    const claiming = this.#ctx.telemetry.claimStarted(jobByItem.size);
     const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
-    await Promise.all(claimed.map((item) => this.#runOne(definition, item, token, jobByItem.get(item.itemId)!.signal)));
+    const claim = claiming.ended(claimed.length);
+    await Promise.all(
+      claimed.map((item) => {
+        const job = jobByItem.get(item.itemId)!;
+        return this.#runOne(definition, item, token, job.signal, this.#ctx.telemetry.item(item, job.data, claim));
+      }),
+    );
     // Fetch more only while the outcomes waiting to be stored stay within one process's worth.
     while (this.#recording.size > this.#ctx.settings.concurrency) await Promise.race(this.#recording);
   }
 
-  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal): Promise<void> {
+  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal, tel: ItemTelemetry): Promise<void> {
     const ctx = this.#ctx;
     const controller = new AbortController();
     let why: AbortWhy | 'expired' | null = null;
@@ -146,20 +154,28 @@ export class ChildRunner {
       ctx.stats.inFlight++;
       try {
         ctx.events.emit('item.started', base);
+        let logger: ItemContext['logger'] | null = null;
         const itemContext: ItemContext = {
           signal: controller.signal,
           item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
           task: { id: item.taskId, tenant: item.tenant },
-          log: (message, data) => {
+          log: (given, raw) => {
+            // Stored, streamed and written out: credentials in a line are masked on every path.
+            const message = redactText(given);
+            const data = raw === undefined ? undefined : (redact(raw) as Record<string, unknown>);
             ctx.itemLogs.add({ taskId: item.taskId, itemId: item.itemId, attempt: item.attempt, at: new Date(), message, data });
+            ctx.logger.debug(message, { ...itemFields(item), ...data });
             ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message });
           },
           progress: (detail) => ctx.events.emit('item.progress', { ...base, ...detail }),
           limits: ctx.limits,
-          logger: ctx.logger,
+          // Every line the handler logs carries the item's ids (made on first use: most handlers never log).
+          get logger() {
+            return (logger ??= childLogger(ctx.logger, itemFields(item)));
+          },
         };
         const snapshot = definition.item.parse(item.snapshot);
-        let result = await definition.runItem(snapshot, itemContext);
+        let result = await tel.handler(async () => definition.runItem(snapshot, itemContext));
         if (definition.result) result = definition.result.parse(result);
         // A result that cannot be stored fails its item now, with a reason, instead of its settle.
         assertStorable(result, 'result', 'invalid_result');
@@ -169,6 +185,7 @@ export class ChildRunner {
         this.#limit.release();
       }
     } catch (error) {
+      if (why) tel.aborted(why);
       if (why === 'task_stopped') {
         outcome = { itemId: item.itemId, token, status: 'cancelled' };
       } else if (why === 'claim_lost') {
@@ -195,7 +212,9 @@ export class ChildRunner {
           const why = transient && item.attempt < item.maxAttempts ? ` (its next attempt would be in ${Math.round(delayMs / 1000)} s, ${delayMs > MAX_RETRY_DELAY_MS ? 'more than a day away' : "after the task's deadline"})` : '';
           outcome = { itemId: item.itemId, token, status: 'failed', error: { ...itemError, message: `${itemError.message}${why}`, retryable: transient } };
         }
-        ctx.logger.debug('item failed', { taskId: item.taskId, itemId: item.itemId, ...itemError, retry: !!release, ...errorFields(error) });
+        const giveUp = !transient || release ? undefined : item.attempt >= item.maxAttempts ? 'out_of_attempts' : delayMs > MAX_RETRY_DELAY_MS ? 'delay_too_long' : 'past_deadline';
+        tel.failed(error, { code: itemError.code, kind: transient ? 'transient' : 'permanent', retry: !!release, delayMs, ...(giveUp ? { giveUp } : {}) });
+        ctx.logger.debug('item failed', { ...itemFields(item), code: itemError.code, message: itemError.message, retry: !!release, ...(release ? { delayMs } : {}), ...errorFields(error) });
       }
     } finally {
       jobSignal.removeEventListener('abort', onJobAbort);
@@ -204,9 +223,14 @@ export class ChildRunner {
     // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
     // takes over.
     const durationMs = startedAt === null ? null : performance.now() - startedAt;
-    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs)
-      .catch((error: unknown) => ctx.reportError(error, `storing the outcome of item ${item.itemId}`))
+    let recordFailure: unknown;
+    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs, tel)
+      .catch((error: unknown) => {
+        recordFailure = error;
+        ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item));
+      })
       .finally(() => {
+        tel.end(recordFailure);
         this.#leases.untrack(item.itemId, token);
         ctx.itemLogs.attemptDone(item.itemId, item.attempt);
         this.#recording.delete(recording);
@@ -221,12 +245,15 @@ export class ChildRunner {
     recorded: Outcome | null,
     release: { error: ItemError; delayMs: number; refund?: boolean } | null,
     durationMs: number | null,
+    tel: ItemTelemetry,
   ): Promise<void> {
     const ctx = this.#ctx;
     let outcome = recorded;
 
     if (release) {
-      const released = await this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) });
+      const released = await tel.retry(release, () =>
+        this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) }),
+      );
       if (released) {
         if (!release.refund) ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
         return;
@@ -235,8 +262,9 @@ export class ChildRunner {
       outcome = { itemId: item.itemId, token, status: 'cancelled' };
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
-    if (!outcome || !(await this.#settles.push(outcome))) return;
+    if (!outcome || !(await tel.settle(outcome, (o) => this.#settles.push(o)))) return;
     ctx.stats.settled(item.kind, outcome.status, durationMs);
+    tel.settled(outcome, durationMs);
     if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
     else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
     else ctx.events.emit('item.cancelled', base);

@@ -3,6 +3,7 @@ import type { AnyFanoutDefinition, LimitsAccess } from '../define/define-fanout.
 import type { FanoutEvents } from '../events/events.ts';
 import type { EnqueueItems, FanoutStore, SettleResult, SettledTask, TaskCounts } from '../store/types.ts';
 import type { RuntimeStats } from '../operations/runtime-stats.ts';
+import type { FanoutTelemetry } from '../telemetry/telemetry.ts';
 import type { ItemLogBuffer } from './item-log-buffer.ts';
 import type { Logger } from './logger.ts';
 
@@ -34,7 +35,8 @@ export interface RuntimeContext {
   announceTask(task: SettledTask): void;
   /** Emits a task's ending and delivers it to the durable listeners; records it as announced when they took it. */
   announceEnding(task: TaskCounts): Promise<void>;
-  reportError(error: unknown, context: string): void;
+  /** Logs a background failure (with `fields`: the ids it is about) and emits it on `error`. */
+  reportError(error: unknown, context: string, fields?: Record<string, unknown>): void;
   /** Whether the task's manager job can still run (queued, active, or waiting for a retry). */
   managerAlive(task: TaskCounts): Promise<boolean>;
   /** Enqueues jobs again for a running task's pending items when none of its jobs is queued. */
@@ -46,4 +48,6 @@ export interface RuntimeContext {
   stats: RuntimeStats;
   /** Where handlers' log lines are stored. */
   itemLogs: ItemLogBuffer;
+  /** Traces and metrics. */
+  telemetry: FanoutTelemetry;
 }

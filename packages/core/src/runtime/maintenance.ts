@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { FanoutError } from '../errors/errors.ts';
 import type { RuntimeContext } from './context.ts';
-import { errorFields } from './logger.ts';
+import { childLogger, errorFields, taskFields } from './logger.ts';
 
 export interface MaintenanceSettings {
   /** How often each process runs a maintenance pass. @default 5000 */
@@ -46,7 +46,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
 
   for (const taskId of await store.overdueTasks(100)) {
     const stopped = await store.stopTask(taskId, 'deadline', 'the task passed its deadline');
-    if (stopped?.changed) ctx.logger.info('task passed its deadline', { taskId });
+    if (stopped?.changed) ctx.logger.info('task passed its deadline', taskFields(stopped.task));
     if (stopped) ctx.announceTask(stopped.task);
   }
 
@@ -55,7 +55,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
     if (!result) continue;
     if (result.drift.length > 0) {
       ctx.stats.recoveries.countersRepaired++;
-      ctx.logger.warn('counters drifted; recomputed from items', { taskId, drift: result.drift });
+      ctx.logger.warn('counters drifted; recomputed from items', { ...taskFields(result.task), drift: result.drift });
     }
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
     // A task whose dispatch never ended and whose manager job is gone for good (its process
@@ -109,16 +109,17 @@ export async function runFanIns(ctx: RuntimeContext, taskId: string | null, kind
     }, Math.max(100, Math.floor(leaseMs / 3)));
     renew.unref();
     try {
-      await definition.onFinish?.(task, { logger: ctx.logger, signal: AbortSignal.any([ctx.shutdown, lost.signal]) });
+      const logger = childLogger(ctx.logger, { ...taskFields(task), round: task.round });
+      await ctx.telemetry.fanIn(task, async () => definition.onFinish?.(task, { logger, signal: AbortSignal.any([ctx.shutdown, lost.signal]) }));
       clearInterval(renew);
       if (!(await ctx.store.completeFanIn(task.id, task.round, token))) {
-        ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { taskId: task.id, round: task.round });
+        ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { ...taskFields(task), round: task.round });
       }
     } catch (error) {
       clearInterval(renew);
-      ctx.logger.error('fan-in hook failed; it will be retried', { taskId: task.id, ...errorFields(error) });
+      ctx.logger.error('fan-in hook failed; it will be retried', { ...taskFields(task), round: task.round, ...errorFields(error) });
       await ctx.store.releaseFanIn(task.id, token, Math.min(leaseMs, 30_000));
-      ctx.reportError(error, `fan-in of task ${task.id}`);
+      ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));
       return;
     }
     if (taskId) return;
@@ -133,7 +134,7 @@ export async function announceMissedEndings(ctx: RuntimeContext, kinds: readonly
   // A short claim: if this process cannot deliver (its broadcast is broken), another takes over soon.
   const due = await ctx.store.claimUnannounced(kinds, settings.announceGraceMs, 10_000, 100);
   for (const task of due) {
-    ctx.logger.warn('announcing an ending that was not announced', { taskId: task.id, status: task.status, round: task.round });
+    ctx.logger.warn('announcing an ending that was not announced', { ...taskFields(task), status: task.status, round: task.round });
     await ctx.announceEnding(task);
   }
 }

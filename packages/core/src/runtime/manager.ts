@@ -5,9 +5,10 @@ import { FanoutError, PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { errorFields } from './logger.ts';
+import type { JobTraceFields } from '../telemetry/tracing.ts';
 import { storableProblem, withoutNul } from './storable.ts';
 
-export interface ManagerJobData {
+export interface ManagerJobData extends JobTraceFields {
   taskId: string;
 }
 
@@ -49,7 +50,7 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
   const { taskId } = job.data;
   const task = await ctx.store.startDispatch(taskId);
   if (!task) {
-    ctx.logger.warn('manager job for a task that does not exist', { taskId });
+    ctx.logger.warn('manager job for a task that does not exist', { definition: definition.name, taskId });
     return;
   }
   if (isTerminalTaskStatus(task.status) || task.dispatchedAt) return;
@@ -71,10 +72,10 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
     if (controller.signal.aborted) throw error;
     const classified = (definition.classify ?? defaultClassifier)(error);
     if (classified.kind === 'transient' && !finalAttempt) {
-      ctx.logger.warn('manager failed, will retry', { taskId, attempt: job.retryCount + 1, ...errorFields(error) });
+      ctx.logger.warn('manager failed, will retry', { definition: definition.name, taskId, attempt: job.retryCount + 1, ...errorFields(error) });
       throw error;
     }
-    ctx.logger.error('manager failed; stopping the task', { taskId, ...errorFields(error) });
+    ctx.logger.error('manager failed; stopping the task', { definition: definition.name, taskId, attempt: job.retryCount + 1, ...errorFields(error) });
     const stopped = await ctx.store.stopTask(taskId, 'manager_failed', `${classified.code}: ${classified.message}`);
     if (stopped) ctx.announceTask(stopped.task);
   } finally {
@@ -122,6 +123,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
   let stopped = false;
   let failure: unknown = null;
   let seq = 0;
+  let pageNumber = 0;
   let reachedEnd = false;
   // A queue table that grew from nothing to many thousand jobs in seconds has planner
   // statistics from when it was empty, and pg-boss's fetch then costs time in proportion to the
@@ -155,8 +157,8 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
         const problem = storableProblem(parsed.data);
         return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
       });
-      const insert: Promise<void> = ctx.store
-        .insertItems(task.id, items, ctx.enqueueChildren)
+      const insert: Promise<void> = ctx.telemetry
+        .page(task, ++pageNumber, items, () => ctx.store.insertItems(task.id, items, ctx.enqueueChildren))
         .then((result) => {
           // Stopped while dispatching: what is in stays, the rest is never sent.
           if (result.status !== 'running') {

@@ -28,8 +28,9 @@ import { ChildRunner, type ChildJobData } from './child-runner.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
-import { consoleLogger, errorFields, type Logger } from './logger.ts';
+import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
+import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { runManager, type ManagerJobData } from './manager.ts';
 
 export interface FanoutRuntimeOptions {
@@ -44,6 +45,11 @@ export interface FanoutRuntimeOptions {
   logger?: Logger;
   worker?: Partial<WorkerSettings>;
   maintenance?: Partial<MaintenanceSettings>;
+  /**
+   * OpenTelemetry: traces and metrics go to the global providers unless given here (nothing is
+   * recorded until an SDK is registered). A pg-boss the runtime creates gets the same providers.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 export interface StartOptions {
@@ -165,6 +171,8 @@ export class Fanout implements AsyncDisposable {
   readonly #limits = new Map<string, GlobalLimit | RateLimit>();
   /** What this process did (items, waits, recoveries), for its presence reports. */
   readonly stats = new RuntimeStats();
+  /** Traces and metrics (OpenTelemetry API; see `FanoutRuntimeOptions.telemetry`). */
+  readonly telemetry: FanoutTelemetry;
   readonly #itemLogs: ItemLogBuffer;
   #presence: Presence | null = null;
   /** This process works jobs or runs the maintenance loop (an API process does neither). */
@@ -186,6 +194,7 @@ export class Fanout implements AsyncDisposable {
     this.#maintenance = { ...DEFAULT_MAINTENANCE, ...options.maintenance };
     checkSettings(this.#worker, this.#maintenance);
 
+    this.telemetry = new FanoutTelemetry(this.stats, options.telemetry);
     // The app's own PgBoss may come from another copy of pg-boss than ours (another version, or a
     // bundler's copy): `instanceof` would miss it and build a second instance from its fields.
     const given = isPgBossInstance(options.boss) ? options.boss : null;
@@ -194,7 +203,13 @@ export class Fanout implements AsyncDisposable {
     // heartbeat stops), so they are retried; pg-boss's default pass is every 60 s.
     this.#boss =
       given ??
-      new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...(options.boss as ConstructorOptions) });
+      new PgBoss({
+        useListenNotify: true,
+        superviseIntervalSeconds: 15,
+        monitorIntervalSeconds: 15,
+        ...(options.boss as ConstructorOptions),
+        openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
+      });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
@@ -212,13 +227,14 @@ export class Fanout implements AsyncDisposable {
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
       announceEnding: (task) => self.#announceEnding(task),
-      reportError: (error, context) => self.#reportError(error, context),
+      reportError: (error, context, fields) => self.#reportError(error, context, fields),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
       analyzeQueue: (queue) => self.#analyzeQueue(queue),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
       stats: this.stats,
       itemLogs: this.#itemLogs,
+      telemetry: this.telemetry,
     };
   }
 
@@ -261,7 +277,7 @@ export class Fanout implements AsyncDisposable {
             // keep polling at the same pace for those.
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
           },
-          async ([job]) => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>),
+          async ([job]) => this.telemetry.dispatch(definition.name, job!.data, () => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>)),
         );
         this.#workedQueues.push(definition.managerQueue);
       }
@@ -311,6 +327,7 @@ export class Fanout implements AsyncDisposable {
       });
       this.#presence.start();
     }
+    this.telemetry.watchTasks(this.store, [...this.#definitions.keys()]);
     this.#state = 'started';
     return this;
   }
@@ -375,7 +392,7 @@ export class Fanout implements AsyncDisposable {
     if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
     }
-    const task = await this.store.createTask(
+    const task = await this.telemetry.submit(def.name, options.tenant ?? null, () => this.store.createTask(
       {
         kind: def.name,
         tenant: options.tenant ?? null,
@@ -390,12 +407,12 @@ export class Fanout implements AsyncDisposable {
         requestHash: key === null ? null : createHash('sha256').update(JSON.stringify([parsed, limits])).digest('hex'),
       },
       async (tx, task) => {
-        const data: ManagerJobData = { taskId: task.id };
+        const data: ManagerJobData = { taskId: task.id, ...this.telemetry.jobFields() };
         assertJobPayload(def.managerQueue, data);
         // The manager job's id is the task's id: a repeated send cannot create a second manager.
         await this.#boss.insert(def.managerQueue, [{ id: task.id, data, singletonKey: `manager-${task.id}` }], { db: tx });
       },
-    );
+    ));
     if (!task.replayed) this.events.emit('task.submitted', { ...taskCountsOf(task), at: Date.now() });
     return task;
   }
@@ -456,7 +473,7 @@ export class Fanout implements AsyncDisposable {
 
   /** Queues, processes, limits, throughput and recoveries of this runtime's definitions (see `OperationsSnapshot`). */
   operations(): Promise<OperationsSnapshot> {
-    return operationsSnapshot(this.store, this.#boss, [...this.#definitions.values()]);
+    return operationsSnapshot(this.store, this.#boss, [...this.#definitions.values()], undefined, () => this.telemetry.taskAttention());
   }
 
   /** Hides a finished task from default lists. Throws `not_found`, or `conflict` while it runs. */
@@ -495,7 +512,8 @@ export class Fanout implements AsyncDisposable {
     let limit = this.#limits.get(key) as GlobalLimit | undefined;
     if (!limit) {
       const onLost = options.onLost ?? ((lost: string) => this.logger.warn('a global limit slot lapsed while held; the limit may be exceeded until the call ends', { limit: lost }));
-      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost }, this.stats.limitObserver(name, 'global', options.limit))));
+      const observer = this.telemetry.limitObserver(this.stats.limitObserver(name, 'global', options.limit), name, 'global');
+      this.#limits.set(key, (limit = new GlobalLimit(this.store, name, { ...options, onLost }, observer)));
     }
     return limit;
   }
@@ -504,7 +522,10 @@ export class Fanout implements AsyncDisposable {
   rateLimit(name: string, options: RateLimitOptions): RateLimit {
     const key = `rate:${name}:${options.limit}:${options.intervalMs}`;
     let limit = this.#limits.get(key) as RateLimit | undefined;
-    if (!limit) this.#limits.set(key, (limit = new RateLimit(this.store, name, options, this.stats.limitObserver(name, 'rate', options.limit))));
+    if (!limit) {
+      const observer = this.telemetry.limitObserver(this.stats.limitObserver(name, 'rate', options.limit), name, 'rate');
+      this.#limits.set(key, (limit = new RateLimit(this.store, name, options, observer)));
+    }
     return limit;
   }
 
@@ -548,8 +569,9 @@ export class Fanout implements AsyncDisposable {
     }
     for (const [kind, list] of byKind) {
       const definition = this.definition(kind);
+      const traced = this.telemetry.childJobFields();
       const jobs = list.map((item) => {
-        const data: ChildJobData = { taskId: item.taskId, itemId: item.id };
+        const data: ChildJobData = { taskId: item.taskId, itemId: item.id, ...traced(item.id, item.delayMs) };
         assertJobPayload(definition.childQueue, data);
         return item.delayMs ? { data, startAfter: new Date(Date.now() + item.delayMs) } : { data };
       });
@@ -579,6 +601,7 @@ export class Fanout implements AsyncDisposable {
   /** Announces the ending of a task this process finished, and runs its fan-in. */
   #announceTask(task: SettledTask): void {
     if (!task.finished) return;
+    this.telemetry.taskFinished(task);
     void this.#announceEnding(task);
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
@@ -627,7 +650,7 @@ export class Fanout implements AsyncDisposable {
       }
       cursor = page.nextCursor;
     } while (cursor);
-    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { taskId: task.id, requeued });
+    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { ...taskFields(task), requeued });
     return requeued;
   }
 
@@ -650,8 +673,8 @@ export class Fanout implements AsyncDisposable {
     }
   }
 
-  #reportError(error: unknown, context: string): void {
-    this.logger.error(`${context} failed`, errorFields(error));
+  #reportError(error: unknown, context: string, fields: Record<string, unknown> = {}): void {
+    this.logger.error(`${context} failed`, { ...fields, ...errorFields(error) });
     this.events.emit('error', { error, context });
   }
 }
@@ -663,9 +686,23 @@ function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logg
     const text = String(definition.summarize(input)).trim();
     return text.length > 200 ? `${text.slice(0, 199)}…` : text || null;
   } catch (error) {
-    logger.warn('summarize failed; the task has no summary', { kind: definition.name, ...errorFields(error) });
+    logger.warn('summarize failed; the task has no summary', { definition: definition.name, ...errorFields(error) });
     return null;
   }
+}
+
+/**
+ * pg-boss's own OpenTelemetry options for a pg-boss the runtime creates: the runtime's providers.
+ * Its trace context on jobs (`propagateContext`) stays off: Fanout's jobs carry the context in
+ * their data already (the `trace` field), and storing it twice costs every job row.
+ */
+function bossTelemetry(telemetry: TelemetryOptions | undefined, given: ConstructorOptions['openTelemetry']): ConstructorOptions['openTelemetry'] {
+  return {
+    ...(telemetry?.tracerProvider ? { tracerProvider: telemetry.tracerProvider } : {}),
+    ...(telemetry?.meterProvider ? { meterProvider: telemetry.meterProvider } : {}),
+    ...(telemetry?.propagator ? { propagator: telemetry.propagator } : {}),
+    ...given,
+  };
 }
 
 /** Creates a runtime. Call `start()` on it. */

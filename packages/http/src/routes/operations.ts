@@ -33,6 +33,14 @@ export function operationRoutes(options: TaskRoutesOptions): RouteSpec[] {
           limits: ops.limits.map((l) => ({ ...l, waitedMs: Math.round(l.waitedMs) })),
           series: ops.series.map((p) => ({ ...p, at: iso(p.at) })),
           recoveries: { ...ops.recoveries, deadLettered: ops.queues.reduce((n, q) => n + q.deadLetter, 0) },
+          attention: ops.attention && {
+            active: ops.attention.active,
+            overdue: ops.attention.overdue.map((t) => ({ ...t, deadlineAt: iso(t.deadlineAt) })),
+            stalled: ops.attention.stalled,
+          },
+          errors: ops.errors,
+          leasesLost: ops.leasesLost,
+          live: ops.live,
         });
       },
     }),

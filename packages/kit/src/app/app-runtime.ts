@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
+import type { MeterProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
+import { liveCounts } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
 import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
@@ -25,7 +27,7 @@ export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E exten
  */
 export async function openApp<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger },
+  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider },
 ): Promise<AppRuntime<P, E, S>> {
   const { env, role } = options;
   const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
@@ -61,7 +63,10 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
         }
       : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
+    telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
   });
+  // Live streams and broadcasts of this process, in its presence reports (the console adds them up).
+  fanout.stats.reporters.push(() => ({ live: { clients: { ...liveCounts.clients }, notifyFailures: liveCounts.notifyFailures } }));
   const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>

@@ -63,6 +63,15 @@ export const commonEnv = {
   FANOUT_DATA_DIR: stringVar().default('.data'),
   /** How long a stopping process lets running handlers finish before aborting them. */
   FANOUT_DRAIN_MS: intVar({ min: 0 }).default(10_000),
+  /**
+   * Serve this process's metrics for Prometheus at `/metrics` on this port (its own port, every
+   * process kind; 0 picks a free one, printed as `METRICS <port>`). Unset: no metrics listener.
+   */
+  FANOUT_METRICS_PORT: intVar({ min: 0, max: 65535 }).optional(),
+  /** Address the metrics listener binds. */
+  FANOUT_METRICS_HOST: stringVar().default('127.0.0.1'),
+  /** A running task whose settled count has not moved this long counts as stalled (`fanout_tasks_stalled`). */
+  FANOUT_STALL_MS: intVar({ min: 1000 }).default(600_000),
   /** The largest JSON request body in bytes (413 beyond it; uploads have their own limits). */
   FANOUT_BODY_LIMIT_BYTES: intVar({ min: 1024, max: 256 * 1024 * 1024 }).default(1024 * 1024),
   /** Refused tokens one client address may present a minute before it is refused outright (429); 0: no limit. */

@@ -1,4 +1,4 @@
-import { consoleLogger, createFanout, type AnyFanoutDefinition, type Fanout, type FanoutRuntimeOptions, type Logger } from '@fanout/core';
+import { consoleLogger, createFanout, type AnyFanoutDefinition, type Fanout, type FanoutRuntimeOptions, type Logger, type TelemetryOptions } from '@fanout/core';
 import { prismaFanoutStore, type PrismaClientLike, type PrismaFanoutStore } from '@fanout/prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
@@ -59,6 +59,8 @@ export interface FanoutOnOptions {
   maintenance?: FanoutRuntimeOptions['maintenance'];
   /** pg-boss's supervision pass, which fails the jobs of dead workers. @default 15 */
   superviseIntervalSeconds?: number;
+  /** OpenTelemetry providers and the stall threshold (see `FanoutRuntimeOptions.telemetry`). */
+  telemetry?: TelemetryOptions;
 }
 
 /** A runtime on an open database: pg-boss on the same database, with as many connections as the pool. */
@@ -77,6 +79,7 @@ export function fanoutOn(db: PrismaDatabase<AppPrismaClient>, options: FanoutOnO
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.worker ? { worker: options.worker } : {}),
     ...(options.maintenance ? { maintenance: options.maintenance } : {}),
+    ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });
 }
 

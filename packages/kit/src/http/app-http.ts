@@ -4,6 +4,7 @@ import { defaultSecurityHeaders, errorResponse, FailedAttempts, healthRoutes, re
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import type { AppRuntime } from '../app/app-runtime.ts';
+import { traceRequests } from '../telemetry/http-tracing.ts';
 
 export interface AppHttpOptions {
   authenticate(token: string): Principal | null | Promise<Principal | null>;
@@ -49,6 +50,8 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
     ...limits,
   });
   const http = new Hono();
+  // The request's SERVER span first, so it covers the request id, the headers and the error answers.
+  http.use(traceRequests());
   // Every answer of the server carries a request id and the security headers; a path no route
   // serves (under the API prefix or not) answers a JSON 404, an error a JSON 500 that is logged.
   http.use('*', requestId(), defaultSecurityHeaders());

@@ -4,6 +4,7 @@ import type { AppSpec } from '../app/define-app.ts';
 import { tokenAuthenticator } from '../auth/tokens.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
 import { appHttp } from '../http/app-http.ts';
+import { serveMetrics } from '../telemetry/process-metrics.ts';
 import { listen } from './serve.ts';
 import { onShutdown } from './shutdown.ts';
 
@@ -31,7 +32,9 @@ export async function runApi(app: AppSpec<any, any, any>, options: RunOptions = 
   const databaseUrl = env.DATABASE_URL;
   if (!databaseUrl) throw new ConfigError([{ variable: 'DATABASE_URL', rule: 'is required for an API process' }]);
   if (!env.FANOUT_TOKENS) throw new ConfigError([{ variable: 'FANOUT_TOKENS', rule: 'is required for an API process (token:tenant[:role],…)' }]);
-  const rt = await openApp(app, { env, role: 'api', databaseUrl });
+  const metrics = env.FANOUT_METRICS_PORT === undefined ? null : await serveMetrics({ port: env.FANOUT_METRICS_PORT, host: env.FANOUT_METRICS_HOST, service: `fanout-${app.name}` });
+  if (metrics) console.log(`METRICS ${metrics.port}`);
+  const rt = await openApp(app, { env, role: 'api', databaseUrl, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
   const { logger } = rt.ctx;
   // Cancel and retry-failed happen here: their events are broadcast like the workers' are.
   const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger });
@@ -51,6 +54,7 @@ export async function runApi(app: AppSpec<any, any, any>, options: RunOptions = 
       await subscriber.close();
       await rt.close();
       await publisher.close();
+      await metrics?.close();
     })());
   if (options.signals ?? true) onShutdown(stop);
   return { url: server.url, stop };

@@ -9,6 +9,7 @@ import { parseTokens, tokenAuthenticator, withToken } from '../auth/tokens.ts';
 import { loadEnv } from '../config/env.ts';
 import { apiPrefix, appHttp } from '../http/app-http.ts';
 import type { RunningProcess } from './api.ts';
+import { serveMetrics, type MetricsEndpoint } from '../telemetry/process-metrics.ts';
 import { listen, type Listening } from './serve.ts';
 import { onShutdown } from './shutdown.ts';
 
@@ -62,6 +63,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   const servers: Listening[] = [];
   let publisher: TaskEventPublisher | null = null;
   let subscriber: TaskEventSubscriber | null = null;
+  let metrics: MetricsEndpoint | null = null;
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
@@ -70,6 +72,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       await Promise.all(runtimes.map((rt) => rt.close()));
       await publisher?.close();
       await Promise.all(services.map((s) => s.close()));
+      await metrics?.close();
       await db.stop();
     })());
 
@@ -79,12 +82,16 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     subscriber = new TaskEventSubscriber({ connectionString: db.url, applicationName: 'fanout-local-listen' });
     await subscriber.start();
     print(`database:  ${db.clusterDir ? `embedded PostgreSQL in ${db.clusterDir}` : 'DATABASE_URL'}`);
+    if (common.FANOUT_METRICS_PORT !== undefined) {
+      metrics = await serveMetrics({ port: common.FANOUT_METRICS_PORT, host: common.FANOUT_METRICS_HOST, service: 'fanout-local' });
+      print(`metrics:   ${metrics.url} (Prometheus)`);
+    }
     const started: LocalApp[] = [];
     for (const [index, app] of apps.entries()) {
       const own = (await app.local?.services?.()) ?? [];
       services.push(...own);
       const env = loadEnv(app.env ?? {}, { ...Object.assign({}, ...own.map((s) => s.env ?? {})), ...source, DATABASE_URL: db.url, FANOUT_DATA_DIR: options.dataDir });
-      const rt = await openApp(app, { env, role: 'local', databaseUrl: db.url });
+      const rt = await openApp(app, { env, role: 'local', databaseUrl: db.url, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
       runtimes.push(rt);
       broadcastRuntimeEvents(rt.fanout.events, publisher);
       await rt.fanout.start({ role: 'local' });

@@ -3,6 +3,7 @@ import { openApp } from '../app/app-runtime.ts';
 import type { AppSpec } from '../app/define-app.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
 import type { RunningProcess, RunOptions } from './api.ts';
+import { serveMetrics } from '../telemetry/process-metrics.ts';
 import { onShutdown } from './shutdown.ts';
 
 /**
@@ -14,7 +15,9 @@ export async function runWorker(app: AppSpec<any, any, any>, options: RunOptions
   const env = loadEnv(app.env ?? {}, options.env ?? process.env);
   const databaseUrl = env.DATABASE_URL;
   if (!databaseUrl) throw new ConfigError([{ variable: 'DATABASE_URL', rule: 'is required for a worker process' }]);
-  const rt = await openApp(app, { env, role: 'worker', databaseUrl });
+  const metrics = env.FANOUT_METRICS_PORT === undefined ? null : await serveMetrics({ port: env.FANOUT_METRICS_PORT, host: env.FANOUT_METRICS_HOST, service: `fanout-${app.name}` });
+  if (metrics) console.log(`METRICS ${metrics.port}`);
+  const rt = await openApp(app, { env, role: 'worker', databaseUrl, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
   const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger: rt.ctx.logger });
   broadcastRuntimeEvents(rt.fanout.events, publisher);
   await rt.fanout.start();
@@ -24,6 +27,7 @@ export async function runWorker(app: AppSpec<any, any, any>, options: RunOptions
     (stopping ??= (async () => {
       await rt.close();
       await publisher.close();
+      await metrics?.close();
     })());
   if (options.signals ?? true) onShutdown(stop);
   return { stop };

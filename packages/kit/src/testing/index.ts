@@ -1,4 +1,6 @@
 export { appTest, TEST_ENV, TEST_TOKEN, TEST_TOKENS } from './app-test.ts';
 export type { AppTest, AppTestOf } from './app-test.ts';
+export { metricsUrl, parseMetrics, scrape, total } from './metrics.ts';
+export type { Sample } from './metrics.ts';
 export { FuzzFailure, fuzzOpenApi } from './fuzz.ts';
 export type { FuzzOptions } from './fuzz.ts';

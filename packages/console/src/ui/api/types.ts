@@ -114,6 +114,16 @@ export interface OpsSnapshot {
   limits: { name: string; kind: 'global' | 'rate'; limit: number; inUse: number; waiting: number }[];
   series: OpsPoint[];
   recoveries: { lapsedRequeued: number; lapsedFailed: number; orphansRequeued: number; countersRepaired: number; deadLettered: number };
+  /** Tasks to look at (the same figures as the `fanout_tasks_*` metrics); null when not watched. */
+  attention: {
+    active: { queued: number; running: number; stopping: number };
+    overdue: { id: string; kind: string; tenant: string | null; deadlineAt: string }[];
+    stalled: { id: string; kind: string; tenant: string | null; settled: number; total: number; quietMs: number }[];
+  } | null;
+  /** Failed and retried items by error type since the processes listed started. */
+  errors: { code: string; failed: number; retried: number }[];
+  leasesLost: number;
+  live: { sseClients: number; notifyFailures: number };
 }
 
 export interface OpsPoint {

@@ -4,6 +4,7 @@ import type { OpsSnapshot } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { formatAgo, formatCount, formatDuration, formatTime } from '../../state/format.ts';
+import { Attention } from './Attention.tsx';
 import { OpsTables } from './OpsTables.tsx';
 import { TimeChart } from './TimeChart.tsx';
 
@@ -67,6 +68,7 @@ export function OpsView() {
       {error ? <ErrorNote message={`The operations figures could not be loaded: ${error}`} retry={() => void poll()} /> : null}
       {snapshot ? (
         <>
+          <Attention snapshot={snapshot} />
           <div class="charts">
             <section class="panel" aria-labelledby="throughput-heading">
               <h2 id="throughput-heading">Throughput</h2>

@@ -1,0 +1,257 @@
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type SpanContext,
+  type TextMapPropagator,
+  type Tracer,
+} from '@opentelemetry/api';
+import type { ClaimedItem } from '../store/types.ts';
+import { activeSpanContext, extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
+import type { FanoutMetrics } from './metrics.ts';
+import { ATTR, SPAN } from './names.ts';
+
+/** What a child job carries besides its ids: where its trace continues, and when it became due. */
+export interface JobTraceFields {
+  /** The trace context of the span that enqueued the job (a dispatch page, a retry). */
+  trace?: TraceCarrier;
+  /** When the job became due (ms since epoch, this process's clock): the queue wait starts there. */
+  due?: number;
+}
+
+/** When the claim statement of a delivery ran (`performance.now()` times), and its span. */
+export interface ClaimTiming {
+  startedAt: number;
+  endedAt: number;
+  /** The `fanout.claim` span of the delivery (null when not recorded). */
+  span: SpanContext | null;
+  /** The delivery's own span, read once for its items. */
+  delivery: { ctx: Context; span: SpanContext } | null;
+  /**
+   * The parent and links of the last item of this delivery, by the context its job carried: the
+   * items of one page carry the same one, so a delivery works them out once.
+   */
+  last?: { carried: Context | null; parent: Context; links: Link[] };
+}
+
+export function recordError(span: Span, error: unknown): void {
+  if (!span.isRecording()) return;
+  if (error instanceof Error) {
+    span.recordException(error);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+  } else {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+  }
+}
+
+/** Runs `fn` in a span that ends with it (error status when it throws). */
+export async function inSpan<T>(tracer: Tracer, name: string, options: { attributes?: Attributes; kind?: SpanKind; links?: Link[] }, parent: Context, fn: (span: Span) => Promise<T>): Promise<T> {
+  const span = tracer.startSpan(name, options, parent);
+  try {
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
+  } catch (error) {
+    recordError(span, error);
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * The parent of work that a job delivered: the delivery's own span when it is in the trace the job
+ * carries (pg-boss continued it: a batch of one), else the carried context, with the delivery as a
+ * link (a batch of many starts a trace of its own, as the messaging conventions say).
+ */
+export function continuation(carried: Context | null, delivery: { ctx: Context; span: SpanContext } | null = deliveryOf(context.active())): { parent: Context; links: Link[] } {
+  const carriedSpan = carried ? trace.getSpanContext(carried) : undefined;
+  if (!carriedSpan) return { parent: delivery ? delivery.ctx : ROOT_CONTEXT, links: [] };
+  if (delivery && delivery.span.traceId === carriedSpan.traceId) return { parent: delivery.ctx, links: [] };
+  return { parent: carried!, links: delivery ? [{ context: delivery.span }] : [] };
+}
+
+/** The span of the delivery running in `ctx` (pg-boss's `process` span), if any. */
+export function deliveryOf(ctx: Context): { ctx: Context; span: SpanContext } | null {
+  const span = activeSpanContext(ctx);
+  return span ? { ctx, span } : null;
+}
+
+export interface FailureInfo {
+  code: string;
+  kind: 'transient' | 'permanent';
+  retry: boolean;
+  delayMs: number;
+  /** Why a transient failure is not retried. */
+  giveUp?: 'out_of_attempts' | 'past_deadline' | 'delay_too_long';
+}
+
+/**
+ * One attempt of one item, traced and measured: a `fanout.item` span from the claim to the stored
+ * outcome, with the handler (and a retry) as its children. The claim and the settle are statements
+ * for many items at once: each has a span of its own, linked with the items it served. Without an
+ * SDK the span does not record and nothing but the metrics' counting is done.
+ */
+export class ItemTelemetry {
+  readonly #tracer: Tracer;
+  readonly #metrics: FanoutMetrics;
+  readonly #propagator: TextMapPropagator | undefined;
+  readonly #retryCarriers: Map<string, TraceCarrier>;
+  readonly #settling: Map<string, SpanContext>;
+  readonly #item: ClaimedItem;
+  readonly #carrier: TraceCarrier | undefined;
+  readonly #span: Span | null = null;
+  readonly #ctx: Context = ROOT_CONTEXT;
+  readonly #recording: boolean = false;
+  #running = false;
+
+  constructor(
+    deps: {
+      tracer: Tracer;
+      /** False when no tracer provider is registered: no span is even started. */
+      tracing: boolean;
+      metrics: FanoutMetrics;
+      propagator: TextMapPropagator | undefined;
+      retryCarriers: Map<string, TraceCarrier>;
+      settling: Map<string, SpanContext>;
+    },
+    item: ClaimedItem,
+    fields: JobTraceFields,
+    claim: ClaimTiming,
+  ) {
+    this.#tracer = deps.tracer;
+    this.#metrics = deps.metrics;
+    this.#propagator = deps.propagator;
+    this.#retryCarriers = deps.retryCarriers;
+    this.#settling = deps.settling;
+    this.#item = item;
+    this.#carrier = fields.trace;
+    if (typeof fields.due === 'number') this.#metrics.queueWait(item.kind, Date.now() - (performance.now() - claim.endedAt) - fields.due);
+    if (!deps.tracing) return;
+    const carried = extractCarrier(this.#propagator, fields.trace);
+    let last = claim.last;
+    if (!last || last.carried !== carried) {
+      const { parent, links } = continuation(carried, claim.delivery);
+      // The SDK copies a span's links, so the items of a delivery can share one array.
+      last = claim.last = { carried, parent, links: claim.span ? [...links, { context: claim.span }] : links };
+    }
+    const attributes: Attributes = {
+      [ATTR.definition]: item.kind,
+      [ATTR.taskId]: item.taskId,
+      [ATTR.itemId]: item.itemId,
+      [ATTR.attempt]: item.attempt,
+      [ATTR.maxAttempts]: item.maxAttempts,
+    };
+    if (item.tenant !== null) attributes[ATTR.tenant] = item.tenant;
+    const parent = last.parent;
+    const span = this.#tracer.startSpan(SPAN.item, { kind: SpanKind.CONSUMER, startTime: claim.startedAt, links: last.links, attributes }, parent);
+    this.#span = span;
+    this.#recording = span.isRecording();
+    this.#ctx = trace.setSpan(parent, span);
+  }
+
+  /** Runs the handler in its span (limit waits inside it become its children). */
+  async handler<T>(fn: () => Promise<T>): Promise<T> {
+    this.#metrics.handlerStarted(this.#item.kind);
+    this.#running = true;
+    try {
+      if (!this.#recording) return await fn();
+      return await inSpan(this.#tracer, SPAN.handler, {}, this.#ctx, fn);
+    } finally {
+      this.#running = false;
+      this.#metrics.handlerEnded(this.#item.kind);
+    }
+  }
+
+  /** The classifier's decision on a failed attempt. */
+  failed(error: unknown, info: FailureInfo): void {
+    if (!this.#span || !this.#recording) return;
+    this.#span.setAttributes({
+      [ATTR.errorType]: info.code,
+      [ATTR.errorKind]: info.kind,
+      [ATTR.decision]: info.retry ? 'retry' : 'fail',
+      ...(info.retry ? { [ATTR.retryDelayMs]: info.delayMs } : {}),
+      ...(info.giveUp ? { [ATTR.giveUpReason]: info.giveUp } : {}),
+    });
+    recordError(this.#span, error);
+  }
+
+  /** The attempt was cut short: its task stopped, its claim was lost, or its process is stopping. */
+  aborted(why: string): void {
+    if (why === 'claim_lost') this.#metrics.leaseLost(this.#item.kind);
+    if (this.#span && this.#recording) this.#span.setAttribute('fanout.item.aborted', why);
+  }
+
+  /**
+   * A transient failure handed back for another attempt, in a `fanout.retry` span until the release
+   * is stored. The retry's job carries the same trace context as this attempt's, so every attempt
+   * is a sibling under the span that dispatched the item.
+   */
+  async retry(release: { error: { code: string }; delayMs: number; refund?: boolean }, push: () => Promise<boolean>): Promise<boolean> {
+    const carrier = this.#carrier ?? (this.#recording ? injectCarrier(this.#propagator, this.#ctx) : null);
+    if (carrier) this.#retryCarriers.set(this.#item.itemId, carrier);
+    try {
+      const released = this.#recording
+        ? await inSpan(
+            this.#tracer,
+            SPAN.retry,
+            {
+              attributes: {
+                [ATTR.attempt]: this.#item.attempt,
+                [ATTR.errorType]: release.error.code,
+                [ATTR.decision]: release.refund ? 'refund' : 'retry',
+                [ATTR.retryDelayMs]: release.delayMs,
+              },
+            },
+            this.#ctx,
+            async (span) => {
+              const ok = await push();
+              span.setAttribute(ATTR.recorded, ok);
+              return ok;
+            },
+          )
+        : await push();
+      if (released && !release.refund) this.#metrics.itemRetried(this.#item.kind, this.#item.tenant, release.error.code);
+      return released;
+    } finally {
+      this.#retryCarriers.delete(this.#item.itemId);
+    }
+  }
+
+  /**
+   * The outcome waiting in the group commit until it is stored: the `fanout.settle` span of the
+   * statement that stores it links to this item, which records how long it waited.
+   */
+  async settle<O extends { status: string; itemId: string }>(outcome: O, push: (outcome: O) => Promise<boolean>): Promise<boolean> {
+    const span = this.#span;
+    if (!span || !this.#recording) return push(outcome);
+    const started = performance.now();
+    this.#settling.set(outcome.itemId, span.spanContext());
+    try {
+      const ok = await push(outcome);
+      span.setAttributes({ [ATTR.settleWaitMs]: Math.round(performance.now() - started), [ATTR.recorded]: ok });
+      return ok;
+    } finally {
+      this.#settling.delete(outcome.itemId);
+    }
+  }
+
+  /** The outcome was stored: counted, and the item span says so. */
+  settled(outcome: { status: string; error?: { code: string } | undefined }, durationMs: number | null): void {
+    this.#metrics.itemSettled(this.#item.kind, this.#item.tenant, outcome.status, outcome.status === 'failed' ? (outcome.error?.code ?? 'unknown') : null, durationMs);
+    if (this.#span && this.#recording) this.#span.setAttribute(ATTR.outcome, outcome.status);
+  }
+
+  /** The attempt is over (its outcome or release stored, or given up): the item span ends. */
+  end(error?: unknown): void {
+    if (this.#running) this.#metrics.handlerEnded(this.#item.kind);
+    this.#running = false;
+    if (!this.#span) return;
+    if (error !== undefined) recordError(this.#span, error);
+    this.#span.end();
+  }
+}

@@ -33,7 +33,9 @@ const timed = async <T>(name: string, action: () => Promise<T>): Promise<T> => {
 beforeAll(async () => {
   const offline = new OfflineExtractor();
   llm = await startSimulatedLlm({
-    latencyMs: 250,
+    // Slow enough that tasks are still running when the test cancels one, on a loaded machine too
+    // (the 30 tasks' papers take about 13 s at 8 calls at a time).
+    latencyMs: 600,
     rateLimitedShare: 0.04,
     unavailableShare: 0.02,
     answer: async (messages) => JSON.stringify(await offline.extract(messages.find((m) => m.role === 'user')?.content ?? '')),

@@ -122,6 +122,7 @@ describe('shared HTTP layer', () => {
         'failed',
         'id',
         'kind',
+        'priority',
         'round',
         'roundSettledAtStart',
         'roundStartedAt',

@@ -30,6 +30,8 @@ export const taskViewSchema = z.object({
   completedAt: iso.nullable(),
   deadlineAt: iso.nullable(),
   archivedAt: iso.nullable(),
+  /** When retention deleted the task's items and logs (null: they are there). */
+  purgedAt: iso.nullable(),
   /** Among its tenant's running tasks, higher is served first. */
   priority: z.number().int(),
 });

@@ -35,6 +35,7 @@ import {
   type WorkerRecord,
   type MetricPoint,
   type SlotUsage,
+  type PurgeResult,
 } from '@fanout/core';
 import { assertFanoutSchema } from './migrations/check.ts';
 import { toCounts } from './rows.ts';
@@ -52,6 +53,7 @@ import * as logs from './sql/logs.ts';
 import * as operations from './sql/operations.ts';
 import * as maintenance from './sql/maintenance.ts';
 import * as reads from './sql/reads.ts';
+import * as retention from './sql/retention.ts';
 import * as settle from './sql/settle.ts';
 
 export interface PrismaFanoutStoreOptions {
@@ -298,6 +300,10 @@ export class PrismaFanoutStore implements FanoutStore {
   async reconcile(taskId: string): Promise<ReconcileResult | null> {
     if (!isUuid(taskId)) return null;
     return this.#transaction((tx) => maintenance.reconcileTask(tx, taskId));
+  }
+
+  async purgeFinished(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult> {
+    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, fanInKinds));
   }
 
   async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {

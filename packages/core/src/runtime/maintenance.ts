@@ -15,6 +15,22 @@ export interface MaintenanceSettings {
    * broadcast failed) is announced again by a maintenance pass. @default 30000
    */
   announceGraceMs: number;
+  /**
+   * Retention: the items and item logs of a task that finished this long ago are deleted (in
+   * batches, by the maintenance loop), once its ending was announced and its fan-in ran; the
+   * task row stays, with `purgedAt`. Retry-failed is refused from `retentionMs` minus a margin
+   * (a tenth of it, at most an hour) after the end. null keeps everything. @default null
+   */
+  retentionMs: number | null;
+}
+
+/** Rows deleted by retention per batch, and batches per pass: a pass stays short. */
+const PURGE_BATCH = 2000;
+const PURGE_BATCHES_PER_PASS = 5;
+
+/** How long before the end of its retention a finished task can no longer be retried. */
+export function retentionMargin(retentionMs: number): number {
+  return Math.min(3600_000, Math.floor(retentionMs / 10));
 }
 
 /**
@@ -29,7 +45,8 @@ export interface MaintenanceSettings {
  *   stopping task are cancelled;
  * - requeue orphaned items: a quiet running task with pending items gets its tenant's jobs topped up;
  * - announce missed endings: a task that ended without its ending being delivered gets it again;
- * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run.
+ * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run;
+ * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
   const { store } = ctx;
@@ -78,6 +95,14 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
 
   await announceMissedEndings(ctx, kinds, settings);
   await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
+
+  if (settings.retentionMs !== null && store.purgeFinished) {
+    for (let batch = 0; batch < PURGE_BATCHES_PER_PASS; batch++) {
+      const purge = await store.purgeFinished(settings.retentionMs, PURGE_BATCH, kinds);
+      if (purge.purged) ctx.logger.info('retention deleted the items of a finished task', { taskId: purge.taskId });
+      if (purge.taskId === null) break;
+    }
+  }
 
   // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
   // (in whichever process) clears them.

@@ -30,7 +30,7 @@ import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
-import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
+import { maintenancePass, retentionMargin, runFanIns, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { runManager, type ManagerJobData } from './manager.ts';
 
@@ -123,6 +123,7 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   reconcileIdleMs: 60_000,
   fanInLeaseMs: 60_000,
   announceGraceMs: 30_000,
+  retentionMs: null,
 };
 
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
@@ -137,6 +138,7 @@ function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings,
     ['maintenance.reconcileIdleMs', maintenance.reconcileIdleMs, 0],
     ['maintenance.fanInLeaseMs', maintenance.fanInLeaseMs, 1000],
     ['maintenance.announceGraceMs', maintenance.announceGraceMs, 0],
+    ...(maintenance.retentionMs === null ? [] : ([['maintenance.retentionMs', maintenance.retentionMs, 60_000]] as Array<[string, number, number]>)),
     ['scheduling.window', scheduling.window, 1],
     ...(scheduling.maxInFlightPerTenant === null ? [] : ([['scheduling.maxInFlightPerTenant', scheduling.maxInFlightPerTenant, 1]] as Array<[string, number, number]>)),
     ...(scheduling.maxRunningTasksPerTenant === null ? [] : ([['scheduling.maxRunningTasksPerTenant', scheduling.maxRunningTasksPerTenant, 1]] as Array<[string, number, number]>)),
@@ -506,6 +508,14 @@ export class Fanout implements AsyncDisposable {
   async #retry(taskId: string, options: { deadlineMs: number | null; itemIds?: string[]; retryableOnly?: boolean }): Promise<{ retried: number; task: TaskRecord }> {
     this.#assertStarted();
     const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs }, '');
+    const finished = await this.store.getTask(taskId);
+    if (finished?.purgedAt) {
+      throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${finished.purgedAt.toISOString()}); submit it again`, { field: 'taskId' });
+    }
+    const retention = this.#maintenance.retentionMs;
+    if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {
+      throw new FanoutError('conflict', `task ${taskId}: it finished too long ago to be retried (its items are about to be deleted by retention); submit it again`, { field: 'taskId' });
+    }
     const result = await this.store.retryFailed(taskId, (tx, work) => this.#enqueueWork(tx, work), {
       ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
       ...(options.itemIds ? { itemIds: options.itemIds } : {}),

@@ -203,6 +203,13 @@ export interface ClaimedItem {
   dueAt?: number | null;
 }
 
+/** One batch of retention: the task it worked on (null: none was due), rows deleted, whether it is done. */
+export interface PurgeResult {
+  taskId: string | null;
+  deleted: number;
+  purged: boolean;
+}
+
 /** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
 export interface ClaimNextQuery {
   kind: string;
@@ -542,6 +549,12 @@ export interface FanoutStore {
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
+  /**
+   * Retention: deletes up to `limit` item rows (and as many item logs) of the oldest task that
+   * finished more than `olderThanMs` ago, once its ending was announced and its fan-in ran (for
+   * `fanInKinds`); sets its `purgedAt` when nothing of it is left. Optional.
+   */
+  purgeFinished?(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult>;
   /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**

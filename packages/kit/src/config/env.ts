@@ -75,6 +75,8 @@ export const commonEnv = {
   FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
   /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */
   FANOUT_SUPERVISE_SECONDS: intVar({ min: 1 }).optional(),
+  /** Days after its end a task's items and logs are deleted (its row and counts stay); unset keeps them. */
+  FANOUT_RETENTION_DAYS: intVar({ min: 1, max: 3650 }).optional(),
   /** Jobs each tenant keeps queued per definition: its share of the workers when all are busy. */
   FANOUT_TENANT_WINDOW: intVar({ min: 1, max: 1000 }).optional(),
   /** Shares of tenants relative to the others (1 each by default): `team-a=2,team-b=0.5`. */

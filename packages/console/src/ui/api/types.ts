@@ -23,6 +23,7 @@ export interface TaskView {
   completedAt: string | null;
   deadlineAt: string | null;
   archivedAt: string | null;
+  purgedAt: string | null;
   priority: number;
 }
 

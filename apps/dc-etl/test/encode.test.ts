@@ -151,6 +151,29 @@ describe('the chunk encoder: fast path and reference path agree', () => {
     });
   }
 
+  it('on dirty CSV whose rules are all simple comparisons (tested without CEL on the fast path)', () => {
+    const spec = JSON.parse(wideSpec(',')) as { rules: unknown[] };
+    spec.rules = [
+      { id: 'n_max', reject: 'n > 100' },
+      { id: 'n_min', reject: ' n<-0.5 ' },
+      { id: 'id_pos', assert: 'id >= 1' },
+      { id: 'nt_max', assert: 'nt <= 900719925474099' },
+      { id: 'w_max', reject: 'w > 500.0' },
+      { id: 'nc_ge', assert: 'nc >= 0' },
+    ];
+    // Values at and around each limit, each in an otherwise clean row.
+    const edges = { version: 1, target: 't', nullTokens: ['', 'NA'], columns: [{ name: 'id', type: 'integer', required: true }, { name: 'n', type: 'number' }, { name: 'k', type: 'integer' }], rules: spec.rules.slice(0, 3) };
+    const rows = ['1,100,5', '2,100.5,5', '3,101,1', '4,-0.5,1', '5,-0.6,1', '6,NA,0', '7,1e2,1', '8,100.0000001,1', '9,,NA', '0,3,3', '10,-0,1', '11,+100,1'];
+    const { fast } = compare(Buffer.from(rows.join('\n')), JSON.stringify(edges), { header: ['id', 'n', 'k'] });
+    expect(fast.counts).toEqual({ rowsIn: 12, clean: 7, rejected: 5, blank: 0 });
+    for (const seed of [4, 5]) {
+      const bytes = dirtyFile(seed, 3000, ',');
+      const { fast } = compare(bytes.subarray(bytes.indexOf(10) + 1), JSON.stringify(spec), { header: wideHeader });
+      expect(fast.counts.clean).toBeGreaterThan(150);
+      expect(fast.counts.rejected).toBeGreaterThan(500);
+    }
+  });
+
   it('on a prepared worksheet (each record led by its row number)', () => {
     const lines = ['8,1,plain,Alpha,a,1.5,"2,5",yes,2024-01-05,2024-01-05T10:00:00Z,1/2,2024,1,5,10,in,3,x,', '9,NA,x,beta,b,1,1,no,,,,,,,,,,,', '12,2,"quoted ""x""",Alpha,a,.5,3,0,,,,,,,,,,,'];
     compare(Buffer.from(lines.join('\n')), wideSpec(','), { header: wideHeader, lineField: true });

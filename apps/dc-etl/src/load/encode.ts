@@ -46,6 +46,36 @@ interface FastColumn {
   nullTokens: string[];
   /** A rule reads it: its typed value is needed. */
   typed: boolean;
+  /** The codelist's keys (lower-case when it ignores case) and their canonical values. */
+  codeKeys: string[];
+  codeValues: string[];
+}
+
+/**
+ * A rule `column < | <= | > | >= number` on a numeric column, tested in plain JavaScript on the
+ * fast path. CEL compares a number with a number literal as JavaScript does, and a NULL makes
+ * it fail to evaluate (the rule does not apply). A row the quick test would reject goes the
+ * reference way, which evaluates the rules with CEL and words the problem.
+ */
+interface QuickRule {
+  slot: number;
+  op: '<' | '<=' | '>' | '>=';
+  limit: number;
+  rejectWhen: boolean;
+}
+const QUICK_RULE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>)\s*([+-]?\d+(?:\.\d+)?)\s*$/;
+
+/** The spec's rules as quick rules, or null when one of them is not that simple. */
+function quickRules(compiled: CompiledSpec): QuickRule[] | null {
+  const quick: QuickRule[] = [];
+  for (const r of compiled.rules) {
+    const m = QUICK_RULE.exec(r.rule.source);
+    const slot = m ? compiled.targetColumns.findIndex((c) => c.name === m[1]) : -1;
+    const type = compiled.targetColumns[slot]?.type;
+    if (!m || (type !== 'number' && type !== 'integer')) return null;
+    quick.push({ slot, op: m[2] as QuickRule['op'], limit: Number(m[3]), rejectWhen: r.rejectWhen });
+  }
+  return quick;
 }
 
 const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13);
@@ -78,6 +108,7 @@ export class ChunkEncoder {
   readonly #cleaner: RowCleaner;
   readonly #columns: FastColumn[];
   readonly #hasRules: boolean;
+  readonly #quickRules: QuickRule[] | null;
   readonly #fast: boolean;
   readonly #width: number;
   readonly #trim: boolean;
@@ -112,6 +143,7 @@ export class ChunkEncoder {
     this.#decoded = new Array<string>(this.#width).fill('');
     this.#values = new Array<unknown>(options.compiled.targetColumns.length).fill(null);
     this.#hasRules = options.compiled.rules.length > 0;
+    this.#quickRules = quickRules(options.compiled);
     this.#fast = options.fastPath ?? true;
     const typed = this.#cleaner.ruleSlots;
     this.#columns = this.#cleaner.readers.map((reader, index) => {
@@ -133,6 +165,8 @@ export class ChunkEncoder {
         sources: [...reader.indices, ...(reader.unitIndex === -1 ? [] : [reader.unitIndex])],
         nullTokens: [...c.nullTokens],
         typed: typed.has(reader.slot) || (reader.unitSlot !== -1 && typed.has(reader.unitSlot)),
+        codeKeys: c.codelist ? [...c.codelist.values.keys()] : [],
+        codeValues: c.codelist ? [...c.codelist.values.values()] : [],
       };
     });
   }
@@ -231,13 +265,26 @@ export class ChunkEncoder {
         return this.#slowPlain(start, end);
       }
     }
-    if (this.#hasRules && this.#cleaner.ruleProblems(this.#values, null) !== null) {
+    if (this.#hasRules && (this.#quickRules ? this.#quickRejects(this.#quickRules) : this.#cleaner.ruleProblems(this.#values, null) !== null)) {
       out.dropRow();
       this.counts.rowsIn--;
       return this.#slowPlain(start, end);
     }
     out.byte(LF);
     this.counts.clean++;
+  }
+
+  /** Whether a quick rule rejects the row (or cannot tell: a value that is not a number). */
+  #quickRejects(rules: readonly QuickRule[]): boolean {
+    const values = this.#values;
+    for (const r of rules) {
+      const v = values[r.slot];
+      if (v === null) continue;
+      if (typeof v !== 'number') return true;
+      const outcome = r.op === '<' ? v < r.limit : r.op === '<=' ? v <= r.limit : r.op === '>' ? v > r.limit : v >= r.limit;
+      if (outcome === r.rejectWhen) return true;
+    }
+    return false;
   }
 
   #fill(count: number): void {
@@ -280,6 +327,16 @@ export class ChunkEncoder {
     switch (col.kind) {
       case Kind.Text: {
         if (c.codelist) {
+          // Found in place (no string for the value) when it is ASCII; the map lookup otherwise.
+          const found = codeIndex(text, s, e, col.codeKeys, c.codelist.ignoreCase);
+          if (found >= 0) {
+            const canonical = col.codeValues[found]!;
+            if (c.maxLength !== null && canonical.length > c.maxLength) return false;
+            out.text(canonical);
+            if (col.typed) this.#values[col.slot] = canonical;
+            return true;
+          }
+          if (found === -1) return false;
           const value = text.slice(s, e);
           const canonical = c.codelist.values.get(c.codelist.ignoreCase ? value.toLowerCase() : value);
           if (canonical === undefined || (c.maxLength !== null && canonical.length > c.maxLength)) return false;
@@ -443,6 +500,27 @@ export class ChunkEncoder {
       out.byte(LF);
     }
   }
+}
+
+/**
+ * Which of `keys` characters `s..e` are (lower-cased first when `ignoreCase`; the keys are then
+ * lower-case already): its index, -1 for none, -2 when the text is not ASCII (lower-casing
+ * beyond ASCII is left to `toLowerCase`).
+ */
+function codeIndex(text: string, s: number, e: number, keys: readonly string[], ignoreCase: boolean): number {
+  const len = e - s;
+  for (let i = s; i < e; i++) if (text.charCodeAt(i) >= 0x80) return -2;
+  outer: for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
+    if (key.length !== len) continue;
+    for (let j = 0; j < len; j++) {
+      let c = text.charCodeAt(s + j);
+      if (ignoreCase && c >= 0x41 && c <= 0x5a) c += 32;
+      if (c !== key.charCodeAt(j)) continue outer;
+    }
+    return k;
+  }
+  return -1;
 }
 
 /** Whether characters `s..e` lower-cased are one of `values` (lower-case already); ASCII only. */

@@ -138,11 +138,15 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
     );
     return items.map((i) => ({ key: `chunk-${String(i.chunkNo).padStart(6, '0')}`, snapshot: i }));
   };
+  // The first pages are small so children start on the first chunks while the scan goes on;
+  // pages then double up to PAGE (fewer round trips for a file of thousands of chunks).
+  let pageSize = 1;
   for await (const bytes of createReadStream(storage.path(source.key), { start: base, highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     scanner.push(bytes, onRecord);
-    if (pending.length >= PAGE) {
+    if (pending.length >= pageSize) {
       yield await record(pending);
       pending = [];
+      pageSize = Math.min(PAGE, pageSize * 2);
     }
   }
   scanner.finish(onRecord);

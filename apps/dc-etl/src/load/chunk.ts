@@ -31,19 +31,30 @@ export interface ChunkCounts {
   totalMs?: number;
 }
 
-async function readRange(path: string, start: number, end: number): Promise<Buffer> {
+// Read buffers kept for the next chunks (one per chunk read at the same time, a few at most). A
+// chunk's bytes are garbage once decoded; a fresh buffer for every chunk let a worker's memory
+// creep up with the number of chunks it ran (freed only when a major GC comes round).
+const spareBuffers: Buffer[] = [];
+const SPARE_BUFFERS = 4;
+
+/** The text of bytes `start..end` of a file (UTF-8). */
+async function readText(path: string, start: number, end: number): Promise<string> {
+  const size = end - start;
+  const found = spareBuffers.findIndex((b) => b.length >= size);
+  // Some room above the size: the next chunk is about as big, a little bigger or smaller.
+  const buffer = found === -1 ? Buffer.allocUnsafe(size + (size >> 3)) : spareBuffers.splice(found, 1)[0]!;
   const file = await open(path, 'r');
   try {
-    const buffer = Buffer.allocUnsafe(end - start);
     let done = 0;
-    while (done < buffer.length) {
-      const { bytesRead } = await file.read(buffer, done, buffer.length - done, start + done);
+    while (done < size) {
+      const { bytesRead } = await file.read(buffer, done, size - done, start + done);
       if (bytesRead === 0) throw new Error(`the source ends at byte ${start + done}, before the chunk's end (${end})`);
       done += bytesRead;
     }
-    return buffer;
+    return buffer.toString('utf8', 0, size);
   } finally {
     await file.close();
+    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
   }
 }
 
@@ -60,7 +71,7 @@ async function readRange(path: string, start: number, end: number): Promise<Buff
 export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal?: AbortSignal): Promise<ChunkCounts> {
   const { compiled, source } = load;
   const began = performance.now();
-  const encoder = new ChunkEncoder((await readRange(storage.path(source.key), item.start, item.end)).toString('utf8'), {
+  const encoder = new ChunkEncoder(await readText(storage.path(source.key), item.start, item.end), {
     compiled,
     header: source.header,
     loadId: item.loadId,

@@ -1,7 +1,7 @@
 // The ASL app's wiring for the Fanout kit: configuration, services, routes, exports, console,
 // and what a local run starts. The fan-out itself is in definition.ts.
 import { join } from 'node:path';
-import { defineApp, stringVar } from '@fanout/kit';
+import { defineApp, intVar, stringVar } from '@fanout/kit';
 import { llmConfigOf, llmEnv, startSimulatedLlm } from '@fanout/llm';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { aslExtract } from './definition.ts';
@@ -10,6 +10,7 @@ import { OpenAiExtractor } from './extract/openai.ts';
 import { createSampleLibrary } from './library/sample.ts';
 import { libraryRoutes } from './library/routes.ts';
 import { FileStorage } from './library/storage.ts';
+import { PdfReader } from './pdf/text.ts';
 import { RESULT_COLUMNS, resultRows } from './results.ts';
 
 export default defineApp({
@@ -18,12 +19,23 @@ export default defineApp({
   module: import.meta.url,
   prisma: (adapter) => new PrismaClient({ adapter }),
   migrations: [new URL('../prisma/migrations', import.meta.url)],
-  env: { ...llmEnv, ASL_STORAGE_DIR: stringVar().optional() },
+  env: {
+    ...llmEnv,
+    ASL_STORAGE_DIR: stringVar().optional(),
+    /** The largest PDF read, in bytes (a larger one fails as pdf_too_large). */
+    ASL_PDF_MAX_BYTES: intVar({ min: 1024 }).default(100 * 1024 * 1024),
+    /** The longest one PDF may take to read (past it: pdf_too_complex). */
+    ASL_PDF_TIMEOUT_MS: intVar({ min: 100 }).default(60_000),
+    /** Memory of one PDF-reading thread, in MB (past it: pdf_too_complex). */
+    ASL_PDF_MEMORY_MB: intVar({ min: 32, max: 16_384 }).default(512),
+  },
   setup({ prisma, env }) {
     const storage = new FileStorage(env.ASL_STORAGE_DIR ?? join(env.FANOUT_DATA_DIR, 'asl', 'files'));
     const llm = llmConfigOf(env);
     const extractor = llm ? new OpenAiExtractor(llm) : new OfflineExtractor();
-    return { storage, extractor, definition: aslExtract({ prisma, storage, extractor, llmLimits: llm }) };
+    // Threads start with the first PDF: an API process never starts one.
+    const pdf = new PdfReader({ maxBytes: env.ASL_PDF_MAX_BYTES, timeoutMs: env.ASL_PDF_TIMEOUT_MS, memoryMb: env.ASL_PDF_MEMORY_MB });
+    return { storage, extractor, pdf, definition: aslExtract({ prisma, storage, extractor, pdf, llmLimits: llm }), close: () => pdf.close() };
   },
   routes: ({ prisma }) => libraryRoutes(prisma),
   results: ({ prisma, fanout }) => ({ name: 'asl', rows: (task) => resultRows(prisma, fanout, task), columns: RESULT_COLUMNS }),

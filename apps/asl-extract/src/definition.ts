@@ -3,13 +3,15 @@ import { withLlmLimits } from '@fanout/llm';
 import { z } from 'zod';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { FileStorage } from './library/storage.ts';
-import { pdfText } from './pdf/text.ts';
+import type { PdfReader } from './pdf/text.ts';
 import { studyDataSchema, type Extractor } from './extract/study.ts';
 
 export interface AslOptions {
   prisma: PrismaClient;
   storage: FileStorage;
   extractor: Extractor;
+  /** Reads PDFs off the event loop, within limits of size, time and memory. */
+  pdf: PdfReader;
   /** The shared limits of the platform's model, when the extractor calls one. */
   llmLimits?: { concurrency: number; perMinute: number } | null;
 }
@@ -56,9 +58,10 @@ export function aslExtract(options: AslOptions) {
     },
     async runItem(doc, ctx) {
       if (!doc.storageKey) throw new PermanentError(`document ${doc.documentId} is not in your library`, { code: 'document_not_found' });
-      const bytes = await options.storage.read(doc.storageKey);
-      if (!bytes) throw new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
-      const text = await pdfText(bytes);
+      // A file over the limit is refused before it is read; the reading thread reads the others.
+      const size = await options.storage.size(doc.storageKey);
+      if (size === null) throw new PermanentError(`the file ${doc.filename} is missing from storage`, { code: 'missing_file' });
+      const text = await options.pdf.fileText(options.storage.pathOf(doc.storageKey), size, { signal: ctx.signal });
       ctx.log(`read ${doc.filename}: ${text.length} characters`);
       const extract = () => options.extractor.extract(text, { signal: ctx.signal });
       const extracted = options.extractor.usesLlm && options.llmLimits ? await withLlmLimits(ctx, options.llmLimits, extract) : await extract();

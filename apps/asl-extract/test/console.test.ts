@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { artifactsDir, firstScreenBytes, launchBrowser, seriousViolations, type Browser, type BrowserContext, type Page, type PageElement } from '@fanout/browser-testing';
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedLlm, type SimulatedLlm } from '@fanout/llm';
@@ -51,7 +52,7 @@ afterAll(async () => {
   await llm?.close();
 });
 
-async function signedIn(context: BrowserContext, token = 'token-a'): Promise<Page> {
+async function signedIn(context: BrowserContext, token: string = TEST_TOKEN.a): Promise<Page> {
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e: Error) => errors.push(e.message));
@@ -106,7 +107,7 @@ describe('ASL operator console in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: /not valid/i }).waitFor();
     await page.screenshot({ path: join(shots, '02-sign-in-refused.png') });
-    await page.getByLabel('Access token').fill('token-a');
+    await page.getByLabel('Access token').fill(TEST_TOKEN.a);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Tasks' }).waitFor();
     // Another tab of the same origin is signed in already.
@@ -238,7 +239,7 @@ describe('ASL operator console in Chromium', () => {
     await user.close();
     await context.clearCookies();
     const ops = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    const page = await signedIn(ops, 'token-ops');
+    const page = await signedIn(ops, TEST_TOKEN.ops);
     await page.getByRole('link', { name: 'Operations' }).click();
     await page.getByRole('heading', { name: 'Operations' }).waitFor();
     const workers = page.getByRole('region', { name: 'Workers, table' });

@@ -5,16 +5,17 @@ import { describe, expect, it } from 'vitest';
 import { OfflineExtractor } from '../src/extract/offline.ts';
 import { OpenAiExtractor } from '../src/extract/openai.ts';
 import { encrypt, renderPdf, samplePaperText } from '../src/library/sample.ts';
-import { pdfText } from '../src/pdf/text.ts';
+import { PdfReader } from '../src/pdf/text.ts';
 
 describe('reading papers', () => {
   it('reads the text of a PDF, and fails corrupt and encrypted files permanently', async () => {
     const { lines } = samplePaperText(7);
     const bytes = await renderPdf(lines);
-    expect(await pdfText(bytes)).toContain(lines[3]);
-    await expect(pdfText(bytes.slice(0, 300))).rejects.toMatchObject({ name: 'PermanentError', code: 'corrupt_pdf' });
-    await expect(pdfText(encrypt(bytes))).rejects.toMatchObject({ name: 'PermanentError', code: 'encrypted_pdf' });
-    await expect(pdfText(new TextEncoder().encode('hello, not a pdf'))).rejects.toMatchObject({ code: 'corrupt_pdf' });
+    await using reader = Object.assign(new PdfReader({ threads: 1 }), { [Symbol.asyncDispose]: () => reader.close() });
+    expect(await reader.text(bytes.slice())).toContain(lines[3]);
+    await expect(reader.text(bytes.slice(0, 300))).rejects.toMatchObject({ name: 'PermanentError', code: 'corrupt_pdf' });
+    await expect(reader.text(encrypt(bytes))).rejects.toMatchObject({ name: 'PermanentError', code: 'encrypted_pdf' });
+    await expect(reader.text(new TextEncoder().encode('hello, not a pdf'))).rejects.toMatchObject({ code: 'corrupt_pdf' });
   });
 
   it('the offline extractor finds the study data and the span each value came from', async () => {

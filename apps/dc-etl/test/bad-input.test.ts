@@ -1,3 +1,4 @@
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,7 +63,7 @@ describe('bad input', () => {
     // A spec stored on its own is checked the same way.
     const form = new FormData();
     form.set('file', new Blob([JSON.stringify(unknownVariable)]), 'spec.json');
-    await expectError(await fetch(`${t.apiUrl}/api/etl/specs`, { method: 'POST', headers: { authorization: 'Bearer token-a' }, body: form }), 400, 'body.spec.rules.0.assert', 'invalid_rule');
+    await expectError(await fetch(`${t.apiUrl}/api/etl/specs`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form }), 400, 'body.spec.rules.0.assert', 'invalid_rule');
   });
 
   it('a load over its reject threshold fails with the reason and publishes nothing; discarding it (or a published load) leaves nothing behind; tenants stay apart', async () => {
@@ -79,10 +80,10 @@ describe('bad input', () => {
 
     // Another tenant sees none of it.
     for (const path of [`/loads/${failed.id}`, `/loads/${failed.id}/rejects`, `/loads/${failed.id}/rejects.csv`, `/loads/${failed.id}/profile`, `/loads/${failed.id}/duplicates`, `/loads/${failed.id}/chunks`]) {
-      expect((await t.call('GET', path, { token: 'token-b' })).status, path).toBe(404);
+      expect((await t.call('GET', path, { token: TEST_TOKEN.b })).status, path).toBe(404);
     }
-    expect((await t.call('POST', `/loads/${failed.id}/discard`, { token: 'token-b' })).status).toBe(404);
-    expect((await json(t.call('GET', '/loads', { token: 'token-b' }))).loads).toEqual([]);
+    expect((await t.call('POST', `/loads/${failed.id}/discard`, { token: TEST_TOKEN.b })).status).toBe(404);
+    expect((await json(t.call('GET', '/loads', { token: TEST_TOKEN.b }))).loads).toEqual([]);
 
     const published = await runLoad(t, small, smallSpec);
     expect(published.status).toBe('published');

@@ -1,3 +1,4 @@
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { join } from 'node:path';
 import { artifactsDir, launchBrowser, seriousViolations } from '@fanout/browser-testing';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +19,7 @@ describe('the ETL console', () => {
       const page = await context.newPage();
       const errors: string[] = [];
       page.on('pageerror', (e: Error) => errors.push(e.message));
-      await page.goto(`${t.apiUrl}/#token=token-a`);
+      await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
       await page.getByRole('heading', { name: 'Tasks' }).waitFor();
       await page.goto(`${t.apiUrl}/#/tasks/${load.id}`);
       page.setDefaultTimeout(20_000);
@@ -46,6 +47,6 @@ describe('the ETL console', () => {
     } finally {
       await browser.close();
     }
-    expect((await json(t.call('GET', '/loads', { token: 'token-b' }))).loads).toEqual([]);
+    expect((await json(t.call('GET', '/loads', { token: TEST_TOKEN.b }))).loads).toEqual([]);
   });
 });

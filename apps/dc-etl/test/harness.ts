@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { appTest, type AppTestOf } from '@fanout/kit/testing';
+import { appTest, TEST_TOKEN, type AppTestOf } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { parse, stringify } from 'yaml';
 import app from '../src/app.ts';
@@ -43,7 +43,7 @@ export interface UploadFile {
 export const fileOf = (path: string, name = basename(path)): UploadFile => ({ name, bytes: readFileSync(path) });
 
 /** POST /loads with a file and a spec (multipart), as a client would. */
-export async function postLoad(t: EtlTest, file: UploadFile, spec: string, fields: Record<string, string> = {}, token = 'token-a'): Promise<Response> {
+export async function postLoad(t: EtlTest, file: UploadFile, spec: string, fields: Record<string, string> = {}, token = TEST_TOKEN.a): Promise<Response> {
   const form = new FormData();
   form.set('spec', spec);
   for (const [k, v] of Object.entries(fields)) form.set(k, v);

@@ -2,7 +2,7 @@
 // an API process, receive the completed event of a task whose children ran in a worker process?
 // Prints one JSON line: {"scenario":"sse_completion_latency","tasks","p50Ms","p95Ms","maxMs"}.
 import { migrationsDir } from '@fanout/prisma-adapter';
-import { collectEventStream, migrationsDir as sseMigrationsDir } from '@fanout/sse-pg';
+import { collectEventStream } from '@fanout/sse-pg';
 import pg from 'pg';
 import { startApi, startWorker } from '@fanout/runtime-tests/harness';
 import { benchServer } from './server.ts';
@@ -10,7 +10,7 @@ import { benchServer } from './server.ts';
 const TASKS = Number(process.env.BENCH_LATENCY_TASKS ?? 60);
 const server = await benchServer();
 try {
-  const url = await server.database('bench_latency', [migrationsDir, sseMigrationsDir]);
+  const url = await server.database('bench_latency', [migrationsDir]);
   const [api, worker] = await Promise.all([startApi(url, 'bench'), startWorker(url, { FANOUT_CONCURRENCY: 20 })]);
   const db = new pg.Client({ connectionString: url });
   await db.connect();

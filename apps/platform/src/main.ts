@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import asl from '@fanout/asl-extract/app';
 import etl from '@fanout/dc-etl/app';
+import iit from '@fanout/iit-qc/app';
 import { runLocal, runMain } from '@fanout/kit';
 
-runMain(() => runLocal([asl, etl], { dataDir: fileURLToPath(new URL('../../../.data', import.meta.url)) }), 'fanout');
+runMain(() => runLocal([asl, iit, etl], { dataDir: fileURLToPath(new URL('../../../.data', import.meta.url)) }), 'fanout');

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { FanoutError, type FanoutErrorCode } from '@fanout/core';
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
+import { requestIdOf } from './request/request-id.ts';
 
 /** The one place Fanout error codes become HTTP statuses. */
 export const STATUS_OF: Record<FanoutErrorCode, ContentfulStatusCode> = {
@@ -13,6 +15,7 @@ export const STATUS_OF: Record<FanoutErrorCode, ContentfulStatusCode> = {
   unknown_definition: 400,
   aborted: 503,
   not_started: 503,
+  schema_outdated: 503,
 };
 
 export interface Issue {
@@ -24,7 +27,8 @@ export interface Issue {
 }
 
 export interface ErrorBody {
-  error: { code: string; message: string; issues?: Issue[] };
+  /** `requestId`: on a 500, the id its log line carries (also in the `X-Request-Id` header). */
+  error: { code: string; message: string; issues?: Issue[]; requestId?: string };
 }
 
 /** A client mistake, answered with a 4xx and a JSON body; never a 500. */
@@ -32,12 +36,15 @@ export class HttpError extends Error {
   readonly status: ContentfulStatusCode;
   readonly code: string;
   readonly issues: Issue[] | undefined;
+  /** Headers of the answer (`Retry-After` of a 429). */
+  readonly headers: Record<string, string>;
 
-  constructor(status: ContentfulStatusCode, code: string, message: string, issues?: Issue[]) {
+  constructor(status: ContentfulStatusCode, code: string, message: string, issues?: Issue[], headers: Record<string, string> = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.issues = issues;
+    this.headers = headers;
   }
 }
 
@@ -51,11 +58,22 @@ export function validationError(where: 'body' | 'query' | 'params', error: z.Zod
   return new HttpError(400, 'invalid_request', first ? `${first.field}: ${first.message} (${first.rule})` : `${where}: invalid`, issues);
 }
 
-/** Answers any error thrown by a route: client mistakes as 4xx, the rest as a logged 500. */
+/** What a log line says of an error: message, name, code, the causes', and the stack. */
+function errorDetails(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: typeof error === 'string' ? error : JSON.stringify(error) ?? String(error) };
+  const code = (error as { code?: unknown }).code;
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return { error: error.message || error.name, errorName: error.name, ...(code === undefined ? {} : { errorCode: code }), ...(cause ? { cause } : {}), stack: error.stack };
+}
+
+/**
+ * Answers any error thrown by a route: client mistakes as 4xx, the rest as a 500 logged once with
+ * the request's id, which the answer carries too (body and `X-Request-Id`).
+ */
 export function errorResponse(c: Context, error: unknown, log: (message: string, data: Record<string, unknown>) => void): Response {
   if (error instanceof HttpError) {
     const body: ErrorBody = { error: { code: error.code, message: error.message, ...(error.issues ? { issues: error.issues } : {}) } };
-    return c.json(body, error.status);
+    return c.json(body, error.status, error.headers);
   }
   if (error instanceof FanoutError) {
     const body: ErrorBody = {
@@ -64,6 +82,7 @@ export function errorResponse(c: Context, error: unknown, log: (message: string,
     return c.json(body, STATUS_OF[error.code]);
   }
   if ((error as { name?: string })?.name === 'ZodError') return errorResponse(c, validationError('body', error as z.ZodError), log);
-  log('request failed', { path: c.req.path, method: c.req.method, error: (error as Error)?.message, stack: (error as Error)?.stack });
-  return c.json({ error: { code: 'internal', message: 'internal error' } } satisfies ErrorBody, 500);
+  const requestId = requestIdOf(c) ?? randomUUID();
+  log('request failed', { requestId, method: c.req.method, path: c.req.path, ...errorDetails(error) });
+  return c.json({ error: { code: 'internal', message: `internal error (request ${requestId})`, requestId } } satisfies ErrorBody, 500, { 'x-request-id': requestId });
 }

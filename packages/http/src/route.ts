@@ -1,6 +1,8 @@
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
+import { clientAddress, type FailedAttempts } from './auth/failed-attempts.ts';
 import { HttpError, validationError } from './errors.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, readJsonBody } from './request/json-body.ts';
 
 export type Role = 'user' | 'operator';
 
@@ -10,8 +12,8 @@ export interface Principal {
   role?: Role;
 }
 
-/** The Hono environment of authenticated routes: `c.get('principal')`. */
-export type AuthEnv = { Variables: { principal: Principal } };
+/** The Hono environment of authenticated routes: `c.get('principal')`, `c.get('requestId')`. */
+export type AuthEnv = { Variables: { principal: Principal; requestId: string } };
 
 /** A response of a route: a JSON schema, or another content type (CSV, an event stream). */
 export type ResponseSpec = z.ZodType | { contentType: string; description?: string };
@@ -47,40 +49,69 @@ export function route<P extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType
   return spec as unknown as RouteSpec;
 }
 
+/** Where a string holds U+0000, which PostgreSQL stores in no text or JSON column; null when none does. */
+function nulCharacterAt(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (!value || typeof value !== 'object' || depth > 64) return null;
+  for (const [key, child] of Object.entries(value)) {
+    if (key.includes('\u0000')) return `${path}.${key.replaceAll('\u0000', '\\u0000')}`;
+    const found = nulCharacterAt(child, `${path}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** Validates a request part; a mistake is a 400 naming the field and the rule. */
 export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' | 'params'): z.output<T> {
+  const nul = nulCharacterAt(value, where);
+  if (nul) {
+    const message = 'must not contain the NUL character (U+0000)';
+    throw new HttpError(400, 'invalid_request', `${nul}: ${message}`, [{ field: nul, rule: 'nul_character', message }]);
+  }
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
   return result.data;
 }
 
-async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text();
-  if (text.trim() === '') return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'invalid_request', 'body: not valid JSON', [{ field: 'body', rule: 'invalid_json', message: 'not valid JSON' }]);
-  }
+export type Authenticate = (token: string) => Promise<Principal | null> | Principal | null;
+
+/** How routes read requests: the largest JSON body, and the limit on refused tokens per client. */
+export interface MountOptions {
+  /** The largest JSON body in bytes (413 beyond it). @default 1 MiB */
+  bodyLimitBytes?: number;
+  /** Refused tokens per client address; without it, none are counted. */
+  failedAttempts?: FailedAttempts;
 }
 
-/** Middleware: a bearer token resolved to its principal, or a 401. */
-export function bearerAuth(authenticate: (token: string) => Promise<Principal | null> | Principal | null) {
+/**
+ * Middleware: a bearer token resolved to its principal, or a 401. With `failedAttempts`, a client
+ * that presented too many refused tokens is answered 429 with `Retry-After` until its window ends.
+ */
+export function bearerAuth(authenticate: Authenticate, failedAttempts?: FailedAttempts) {
   return async (c: Context<AuthEnv>, next: () => Promise<void>) => {
+    const client = failedAttempts ? clientAddress(c, failedAttempts.proxyHops) : '';
+    const wait = failedAttempts?.blockedFor(client) ?? 0;
+    if (wait > 0) {
+      throw new HttpError(429, 'too_many_requests', `authorization: too many refused tokens from this client; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
+    }
     const header = c.req.header('authorization') ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw new HttpError(401, 'unauthorized', 'authorization: a bearer token is required (Authorization: Bearer <token>)');
     const principal = await authenticate(match[1]!);
-    if (!principal) throw new HttpError(401, 'unauthorized', 'authorization: the token is not valid');
+    if (!principal) {
+      failedAttempts?.fail(client);
+      throw new HttpError(401, 'unauthorized', 'authorization: the token is not valid');
+    }
     c.set('principal', principal);
     await next();
   };
 }
 
 /** Adds a route spec to a router: authentication, validation of every part, then the handler. */
-export function mountRoute(app: Hono<AuthEnv>, spec: RouteSpec, authenticate: (token: string) => Promise<Principal | null> | Principal | null): void {
+export function mountRoute(app: Hono<AuthEnv>, spec: RouteSpec, authenticate: Authenticate, options: MountOptions = {}): void {
   const auth = spec.auth ?? true;
-  const requireAuth = bearerAuth(authenticate);
+  const requireAuth = bearerAuth(authenticate, options.failedAttempts);
+  const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   app.on(spec.method.toUpperCase(), spec.path, async (c) => {
     if (auth) await requireAuth(c, async () => {});
     if (spec.operator && c.get('principal').role !== 'operator') {
@@ -89,7 +120,7 @@ export function mountRoute(app: Hono<AuthEnv>, spec: RouteSpec, authenticate: (t
     // Path parameters first: a malformed id is answered before the body is read.
     const params = spec.params ? parseRequest(spec.params, c.req.param(), 'params') : {};
     const query = spec.query ? parseRequest(spec.query, c.req.query(), 'query') : {};
-    const body = spec.body ? parseRequest(spec.body, await jsonBody(c), 'body') : {};
+    const body = spec.body ? parseRequest(spec.body, await readJsonBody(c, bodyLimit), 'body') : {};
     return spec.handler(c, { params, query, body } as never);
   });
 }

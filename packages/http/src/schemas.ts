@@ -74,22 +74,30 @@ export const listItemsQuery = z
   .strict();
 export const liveQuery = z.object({ task: z.uuid({ error: 'must be a task id (a UUID)' }).optional() }).strict();
 
+/** The largest `maxFailures`: the store counts in 32-bit integers. */
+export const MAX_FAILURES_LIMIT = 2_147_483_647;
+/** The longest deadline: a year. A task that may run longer has no deadline (null). */
+export const MAX_DEADLINE_MS = 365 * 24 * 3600_000;
+const MAX_FAILURES_RULE = `must be an integer from 0 to ${MAX_FAILURES_LIMIT}`;
+const DEADLINE_RULE = `must be an integer from 1 to ${MAX_DEADLINE_MS} (a year, in ms), or null for none`;
+const deadlineMs = z.number({ error: DEADLINE_RULE }).int({ error: DEADLINE_RULE }).min(1, { error: DEADLINE_RULE }).max(MAX_DEADLINE_MS, { error: DEADLINE_RULE }).nullable().optional();
+
 export const submitOptionsSchema = z
   .object({
-    maxFailures: z.number().int().min(0).nullable().optional(),
+    maxFailures: z.number({ error: MAX_FAILURES_RULE }).int({ error: MAX_FAILURES_RULE }).min(0, { error: MAX_FAILURES_RULE }).max(MAX_FAILURES_LIMIT, { error: MAX_FAILURES_RULE }).nullable().optional(),
     maxFailureRatio: z.number().min(0).max(1).nullable().optional(),
-    deadlineMs: z.number().int().min(1).nullable().optional(),
+    deadlineMs,
   })
   .strict();
 
 export const retryFailedBody = z
   .object({
-    deadlineMs: z.number().int().min(1).nullable().optional(),
+    deadlineMs,
     /** Only failures whose cause may pass (transient failures out of attempts, expired, lapsed). */
     retryableOnly: z.boolean().optional(),
   })
   .strict();
-export const retryItemBody = z.object({ deadlineMs: z.number().int().min(1).nullable().optional() }).strict();
+export const retryItemBody = z.object({ deadlineMs }).strict();
 
 export const submittedSchema = z.object({ id: z.uuid(), status: taskStatusSchema });
 export const taskPageSchema = z.object({ tasks: z.array(taskViewSchema), nextCursor: z.string().nullable() });
@@ -132,6 +140,8 @@ export const errorSchema = z.object({
     code: z.string(),
     message: z.string(),
     issues: z.array(z.object({ field: z.string(), rule: z.string(), message: z.string() })).optional(),
+    /** On a 500: the id of its log line (also in the `X-Request-Id` header). */
+    requestId: z.string().optional(),
   }),
 });
 export const healthSchema = z.object({ ok: z.boolean(), checks: z.record(z.string(), z.string()).optional() });

@@ -18,3 +18,5 @@ export type { LocalApp, LocalOptions } from './process/local.ts';
 export { listen } from './process/serve.ts';
 export type { Listening } from './process/serve.ts';
 export { onShutdown, runMain } from './process/shutdown.ts';
+export { WorkerJobError, WorkerPool } from './workers/worker-pool.ts';
+export type { WorkerJobFailure, WorkerPoolOptions } from './workers/worker-pool.ts';

@@ -27,20 +27,55 @@ describe('configuration from the environment', () => {
   });
 
   it('parses tokens with tenants and roles, and refuses bad entries without echoing the token', () => {
-    const table = parseTokens('secret-a:team-a, secret-op:ops:operator');
+    const table = parseTokens('secret-team-a-0001:team-a, secret-operator-01:ops:operator');
     const authenticate = tokenAuthenticator(table);
-    expect(authenticate('secret-a')).toEqual({ tenant: 'team-a', role: 'user' });
-    expect(authenticate('secret-op')).toEqual({ tenant: 'ops', role: 'operator' });
-    expect(authenticate('secret-b')).toBeNull();
-    expect(() => parseTokens('short:team')).toThrow('entry 1: the token must be at least 6 characters');
-    expect(() => parseTokens('secret-a:team-a,secret-a:team-b')).toThrow('entry 2: the token is listed twice');
-    expect(() => parseTokens('secret-a:team-a:admin')).toThrow('entry 1: the role must be user or operator');
-    expect(() => parseTokens('secret-a')).toThrow('entry 1 must be token:tenant or token:tenant:role');
+    expect(authenticate('secret-team-a-0001')).toEqual({ tenant: 'team-a', role: 'user' });
+    expect(authenticate('secret-operator-01')).toEqual({ tenant: 'ops', role: 'operator' });
+    expect(authenticate('secret-team-b-0001')).toBeNull();
+    expect(() => parseTokens('secret-team-a-0001:team-a,secret-team-a-0001:team-b')).toThrow('entry 2: the token is listed twice');
+    expect(() => parseTokens('secret-team-a-0001:team-a:admin')).toThrow('entry 1: the role must be user or operator');
+    expect(() => parseTokens('secret-team-a-0001')).toThrow('entry 1 must be token:tenant or token:tenant:role');
     try {
-      loadEnv({}, { FANOUT_TOKENS: 'hunter22:a b' });
+      loadEnv({}, { FANOUT_TOKENS: 'hunter22-hunter22:a b' });
     } catch (error) {
       expect((error as Error).message).toContain("FANOUT_TOKENS: entry 1: the tenant must be 1-100 letters");
       expect((error as Error).message).not.toContain('hunter22');
     }
+  });
+
+  it('refuses weak tokens: short (a single character too), one character repeated, with spaces', () => {
+    expect(() => parseTokens('x:team')).toThrow('entry 1: the token must be at least 16 characters');
+    expect(() => parseTokens('token-a:team-a')).toThrow('entry 1: the token must be at least 16 characters');
+    expect(() => parseTokens('secret-team-a-0001:team-a,aaaaaaaaaaaaaaaaaaaa:team-b')).toThrow('entry 2: the token must not be one character repeated');
+    expect(() => parseTokens('secret team a 0001:team-a')).toThrow('entry 1: the token must not contain spaces');
+    const error = (() => {
+      try {
+        loadEnv({}, { FANOUT_TOKENS: 'x:team' });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(error?.message).toContain('FANOUT_TOKENS: entry 1: the token must be at least 16 characters');
+  });
+
+  it('never shifts a token holding a colon into another tenant: it is written with its role, or refused', () => {
+    const authenticate = tokenAuthenticator(parseTokens('key-0001:secret-part:team-a:user,key-0002:secret-part:ops:operator'));
+    expect(authenticate('key-0001:secret-part')).toEqual({ tenant: 'team-a', role: 'user' });
+    expect(authenticate('key-0002:secret-part')).toEqual({ tenant: 'ops', role: 'operator' });
+    expect(authenticate('key-0001')).toBeNull();
+    // Read left to right, this was token "key-0001", tenant "secret-part", role "operator".
+    expect(() => parseTokens('key-0001:secret-part:operator')).toThrow('entry 1: the token must be at least 16 characters');
+    // Without its role, a token with a colon is not guessed at.
+    expect(() => parseTokens('key-0001:secret-part:team-a')).toThrow('entry 1: the role must be user or operator');
+    expect(() => parseTokens('secret-team-a-0001:operator')).toThrow('entry 1: the tenant must not be named operator');
+  });
+
+  it('compares tokens in constant time: a guess sharing a long prefix with a token is refused like any other', () => {
+    const token = 'c0nstant-time-token-0123456789';
+    const authenticate = tokenAuthenticator(parseTokens(`${token}:team-a`));
+    expect(authenticate(token)).toEqual({ tenant: 'team-a', role: 'user' });
+    expect(authenticate(`${token.slice(0, -1)}X`)).toBeNull();
+    expect(authenticate(`${token}0`)).toBeNull();
+    expect(authenticate('')).toBeNull();
   });
 });

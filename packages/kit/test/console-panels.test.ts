@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { artifactsDir, launchBrowser, seriousViolations, type Browser } from '@fanout/browser-testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appTest, type AppTestOf } from '../src/testing/index.ts';
+import { appTest, TEST_TOKEN, type AppTestOf } from '../src/testing/index.ts';
 import echo from './fixtures/echo-app.ts';
 
 // An app's own panels, buttons and pages in the console, driven in Chromium: what apps such as
@@ -30,7 +30,7 @@ describe("an app's panels in the console", () => {
     const page = await context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e: Error) => errors.push(e.message));
-    await page.goto(`${t.apiUrl}/#token=token-a`);
+    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
     await page.getByRole('heading', { name: 'Tasks' }).waitFor();
     await page.goto(`${t.apiUrl}/#/tasks/${id}`);
     const panel = page.getByRole('region', { name: 'Echoes, table' });
@@ -59,7 +59,7 @@ describe("an app's panels in the console", () => {
     await page.screenshot({ path: join(shots, '2-app-page.png'), fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
     // Another tenant sees none of it.
-    expect(await (await t.call('GET', '/marks', { token: 'token-b' })).json()).toEqual({ marks: [] });
+    expect(await (await t.call('GET', '/marks', { token: TEST_TOKEN.b })).json()).toEqual({ marks: [] });
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -34,6 +34,7 @@ import {
   type MetricPoint,
   type SlotUsage,
 } from '@fanout/core';
+import { assertFanoutSchema } from './migrations/check.ts';
 import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
@@ -95,6 +96,11 @@ export class PrismaFanoutStore implements FanoutStore {
   #transaction<T>(fn: (tx: PrismaQueryable) => Promise<T>): Promise<T> {
     if (this.#pool) return poolTransaction(this.#pool, this.#tx, fn);
     return this.#prisma.$transaction(fn, this.#tx);
+  }
+
+  /** Throws `schema_outdated` naming the first Fanout migration the database lacks. */
+  async checkSchema(): Promise<void> {
+    await assertFanoutSchema(this.#db);
   }
 
   // -- tasks -----------------------------------------------------------------------------------
@@ -329,8 +335,8 @@ export class PrismaFanoutStore implements FanoutStore {
 
 /**
  * The Fanout store over your Prisma client (Prisma 7 with `@prisma/adapter-pg`). Your schema
- * must contain the models of `@fanout/prisma-adapter/schema.prisma`, and your database the
- * tables of its migration.
+ * must contain the Fanout models (`fanout copy-schema`, or `schemaPath`), and your database every
+ * Fanout migration (`fanout migrate`, or `applyFanoutMigrations`); `checkSchema()` tells.
  */
 export function prismaFanoutStore(prisma: PrismaClientLike, options?: PrismaFanoutStoreOptions): PrismaFanoutStore {
   return new PrismaFanoutStore(prisma, options);

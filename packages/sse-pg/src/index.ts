@@ -7,7 +7,6 @@ export type { ListenerOptions, TaskEventListener } from './subscriber.ts';
 export { stateEventId, taskEventsHandler, taskState } from './sse.ts';
 export type { TaskEventsHandlerOptions, TaskState } from './sse.ts';
 export { broadcastRuntimeEvents } from './bridge.ts';
-export { migrationsDir } from './paths.ts';
 export { collectEventStream } from './client.ts';
 export type { EventStreamMessage } from './client.ts';
 export { streamTenantEvents } from './tenant-stream.ts';

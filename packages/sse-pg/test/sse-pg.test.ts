@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrationsDir, stateEventId, TaskEventPublisher, TaskEventSubscriber, taskEventsHandler, type TaskEvent, type TaskState } from '../src/index.ts';
+import { stateEventId, TaskEventPublisher, TaskEventSubscriber, taskEventsHandler, type TaskEvent, type TaskState } from '../src/index.ts';
 import { completed, counts, log, progress, sseReader } from './helpers.ts';
 
 async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 15_000, intervalMs = 10): Promise<NonNullable<T>> {
@@ -25,7 +25,7 @@ const warnings: string[] = [];
 const logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error: (m: string) => void warnings.push(m) };
 
 beforeAll(async () => {
-  db = await createTestDatabase({ migrations: [fanoutMigrations, migrationsDir] });
+  db = await createTestDatabase({ migrations: [fanoutMigrations] });
   pool = new pg.Pool({ connectionString: db.url, max: 4 });
   publisher = new TaskEventPublisher({ pool, coalesceMs: 100, logger });
   subscriber = new TaskEventSubscriber({ connectionString: db.url, livenessMs: 500, minBackoffMs: 20, logger });

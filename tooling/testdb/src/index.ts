@@ -2,6 +2,7 @@ export { startPostgres, getFreePort, POSTGRES_USER, POSTGRES_PASSWORD, DEFAULT_S
 export { PostgresStartError, describeStartupError } from './start-error.ts';
 export { relocatedClusterDir } from './cluster-location.ts';
 export { startTempPostgres, TEMP_BASE_ENV } from './temp-server.ts';
+export type { TempPostgresServer } from './temp-server.ts';
 export type { PostgresServer, StartPostgresOptions } from './postgres.ts';
 export { getTestPostgres, createTestDatabase, dropDatabase, PROVIDE_KEY, URL_ENV } from './test-database.ts';
 export type { TestPostgres, TestDatabase, CreateTestDatabaseOptions } from './test-database.ts';

@@ -83,7 +83,18 @@ async function removeAbandoned(base: string): Promise<void> {
  * directory, as does a process exit without `stop()`. If this process is killed outright, a later
  * call removes the directory (once the server is gone).
  */
-export async function startTempPostgres(): Promise<PostgresServer> {
+/** A throwaway server that can also be restarted on the same port and data. */
+export interface TempPostgresServer extends PostgresServer {
+  /**
+   * Stops the server and starts it again on the same data directory and port, once `whileDown`
+   * (if given) has resolved: a test looks at its app during the outage there. `crash: true`
+   * stops it the way a crash would for its clients: immediate shutdown (SIGQUIT: every session
+   * cut, no checkpoint), so the next start runs crash recovery.
+   */
+  restart(options?: { crash?: boolean; whileDown?: () => Promise<unknown> }): Promise<void>;
+}
+
+export async function startTempPostgres(): Promise<TempPostgresServer> {
   const base = await baseDir();
   await removeAbandoned(base);
   const dir = await fs.mkdtemp(path.join(base, `${PREFIX}${process.pid}-`));
@@ -109,12 +120,41 @@ export async function startTempPostgres(): Promise<PostgresServer> {
   };
   process.on('exit', onExit);
   let stopping: Promise<void> | undefined;
+  let restarting: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       process.removeListener('exit', onExit);
+      await restarting?.catch(() => {});
       await server.stop();
       await fs.rm(dir, { recursive: true, force: true });
       await fs.rm(server.dataDir, { recursive: true, force: true });
     })());
-  return { url: server.url, port: server.port, dataDir: server.dataDir, pid: server.pid, stop, [Symbol.asyncDispose]: stop };
+  const restart = async ({ crash = false, whileDown }: { crash?: boolean; whileDown?: () => Promise<unknown> } = {}): Promise<void> => {
+    if (stopping) throw new Error('the server was stopped');
+    await restarting;
+    restarting = (async () => {
+      // SIGQUIT is PostgreSQL's immediate shutdown; stop() then only waits for the exit.
+      if (crash) process.kill(server.pid, 'SIGQUIT');
+      await server.stop();
+      try {
+        await whileDown?.();
+      } finally {
+        server = await startPostgres({ dataDir, port: server.port, durable: false });
+      }
+    })();
+    await restarting;
+  };
+  return {
+    url: server.url,
+    port: server.port,
+    get dataDir() {
+      return server.dataDir;
+    },
+    get pid() {
+      return server.pid;
+    },
+    stop,
+    restart,
+    [Symbol.asyncDispose]: stop,
+  };
 }

@@ -40,6 +40,8 @@ export interface CreateTestDatabaseOptions {
    * than `[a-z0-9_]` replaced by `_`. The name is always unique; read it from `TestDatabase.name`.
    */
   name?: string;
+  /** The server to create it on (its admin URL). Default: the shared test server ({@link getTestPostgres}). */
+  server?: TestPostgres;
 }
 
 let shared: Promise<TestPostgres> | undefined;
@@ -173,7 +175,7 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
  * process when an idle client is terminated.
  */
 export async function createTestDatabase(options: CreateTestDatabaseOptions = {}): Promise<TestDatabase> {
-  const { url: adminUrl } = await getTestPostgres();
+  const { url: adminUrl } = options.server ?? (await getTestPostgres());
   const migrations = await loadMigrations(options.migrations ?? []);
   const name = makeName(options.name);
 

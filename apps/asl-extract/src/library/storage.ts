@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 
 const KEY = /^[a-z0-9][a-z0-9/_.-]{0,200}$/i;
@@ -14,6 +14,11 @@ export class FileStorage {
     this.root = resolve(root);
   }
 
+  /** Where the file of `key` is (it may not exist). */
+  pathOf(key: string): string {
+    return this.#path(key);
+  }
+
   #path(key: string): string {
     if (!KEY.test(key) || key.includes('..')) throw new Error(`storage key: "${key}" is not a valid key`);
     const path = resolve(join(this.root, key));
@@ -25,6 +30,16 @@ export class FileStorage {
     const path = this.#path(key);
     await mkdir(resolve(path, '..'), { recursive: true });
     await writeFile(path, bytes);
+  }
+
+  /** The file's size in bytes, or null when it does not exist: a limit is checked before a read. */
+  async size(key: string): Promise<number | null> {
+    try {
+      return (await stat(this.#path(key))).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
   }
 
   /** The file's bytes, or null when it does not exist. */

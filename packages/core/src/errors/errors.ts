@@ -10,7 +10,9 @@ export type FanoutErrorCode =
   | 'conflict'
   | 'unknown_definition'
   | 'aborted'
-  | 'not_started';
+  | 'not_started'
+  /** The database lacks a migration the store needs (the message names it). */
+  | 'schema_outdated';
 
 export class FanoutError extends Error {
   override name = 'FanoutError';

@@ -81,6 +81,19 @@ export interface SubmitOptions {
   idempotencyKey?: string | null;
 }
 
+/** A PgBoss instance, from any copy of pg-boss: options objects have none of these methods. */
+function isPgBossInstance(boss: unknown): boss is PgBoss {
+  const candidate = boss as Partial<Record<'start' | 'work' | 'insert' | 'createQueue', unknown>> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.start === 'function' &&
+    typeof candidate.work === 'function' &&
+    typeof candidate.insert === 'function' &&
+    typeof candidate.createQueue === 'function'
+  );
+}
+
 const DEFAULT_WORKER: WorkerSettings = {
   concurrency: 10,
   batchSize: 0, // derived from concurrency unless set
@@ -173,13 +186,15 @@ export class Fanout implements AsyncDisposable {
     this.#maintenance = { ...DEFAULT_MAINTENANCE, ...options.maintenance };
     checkSettings(this.#worker, this.#maintenance);
 
-    this.#ownsBoss = !(options.boss instanceof PgBoss);
+    // The app's own PgBoss may come from another copy of pg-boss than ours (another version, or a
+    // bundler's copy): `instanceof` would miss it and build a second instance from its fields.
+    const given = isPgBossInstance(options.boss) ? options.boss : null;
+    this.#ownsBoss = given === null;
     // Supervision is what fails the jobs of a worker that died before claiming their items (their
     // heartbeat stops), so they are retried; pg-boss's default pass is every 60 s.
     this.#boss =
-      options.boss instanceof PgBoss
-        ? options.boss
-        : new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...options.boss });
+      given ??
+      new PgBoss({ useListenNotify: true, superviseIntervalSeconds: 15, monitorIntervalSeconds: 15, ...(options.boss as ConstructorOptions) });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
@@ -222,6 +237,14 @@ export class Fanout implements AsyncDisposable {
   async start(options: StartOptions = {}): Promise<this> {
     if (this.#state !== 'new') throw new FanoutError('conflict', `runtime cannot start: it is ${this.#state}`);
     this.#state = 'starting';
+    try {
+      // A database without every migration fails later and far from the cause (a settle calling a
+      // function that is not there): refuse to start instead, naming what is missing.
+      await this.store.checkSchema?.();
+    } catch (error) {
+      this.#state = 'new';
+      throw error;
+    }
     if (this.#ownsBoss) await this.#boss.start();
     for (const definition of this.#definitions.values()) await this.#createQueues(definition);
 

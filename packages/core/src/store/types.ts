@@ -385,6 +385,13 @@ export interface SlotUsage {
 }
 
 export interface FanoutStore {
+  /**
+   * Checks that the database has every table and function this store needs, and throws a
+   * `FanoutError` with code `schema_outdated` naming the first missing migration. `start()` calls
+   * it before anything else, so a database that was not migrated refuses to start.
+   */
+  checkSchema?(): Promise<void>;
+
   // -- tasks ---------------------------------------------------------------------------------
   /** Creates a task (status `queued`) and, in the same transaction, enqueues its manager job. */
   createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask>;

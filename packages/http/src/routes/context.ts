@@ -1,6 +1,7 @@
 import type { AnyFanoutDefinition, Fanout, Logger, TaskRecord } from '@fanout/core';
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
 import type { Context } from 'hono';
+import type { FailedAttempts, FailedAttemptsOptions } from '../auth/failed-attempts.ts';
 import { HttpError } from '../errors.ts';
 import { parseRequest, type AuthEnv, type Principal, type RouteSpec } from '../route.ts';
 import { taskIdParams } from '../schemas.ts';
@@ -22,7 +23,17 @@ export interface TaskRoutesOptions {
   /** Routes served at the root of the server (not under `basePath`), for the OpenAPI document. */
   rootRoutes?: readonly RouteSpec[];
   title?: string;
+  /** Where a 500 is logged (with its request id). @default errors on stderr */
   logger?: Logger;
+  /** The largest JSON body in bytes; a larger one is refused with 413 before it is buffered. @default 1048576 */
+  bodyLimitBytes?: number;
+  /**
+   * Refused tokens per client address before the client is refused outright (429 with
+   * `Retry-After`): a counter to share, its settings, or false for none. @default 30 a minute
+   */
+  failedAttempts?: FailedAttempts | FailedAttemptsOptions | false;
+  /** Live streams one tenant may hold open on this process (429 beyond). @default 100 */
+  streamsPerTenant?: number;
 }
 
 /**

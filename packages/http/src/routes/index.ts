@@ -1,7 +1,11 @@
-import { Hono } from 'hono';
+import { consoleLogger } from '@fanout/core';
+import { Hono, type Context } from 'hono';
 import { z } from 'zod';
+import { FailedAttempts } from '../auth/failed-attempts.ts';
 import { errorResponse } from '../errors.ts';
 import { openApiDocument } from '../openapi.ts';
+import { requestId } from '../request/request-id.ts';
+import { apiSecurityHeaders } from '../request/security-headers.ts';
 import { mountRoute, route, type AuthEnv, type RouteSpec } from '../route.ts';
 import type { TaskRoutesOptions } from './context.ts';
 import { controlRoutes } from './controls.ts';
@@ -11,13 +15,34 @@ import { liveRoutes } from './live.ts';
 import { operationRoutes } from './operations.ts';
 import { taskReadWriteRoutes } from './tasks.ts';
 
-/** Serves route specs on a router, with JSON errors and a JSON 404 for unknown routes. */
-export function routerOf(specs: readonly RouteSpec[], options: Pick<TaskRoutesOptions, 'authenticate' | 'logger'>): Hono<AuthEnv> {
+/**
+ * The JSON 404 of a path no route serves. Hono answers unknown paths with the `notFound` of the
+ * app that serves them: an app mounting routers gives it this, with `defaultSecurityHeaders()`.
+ */
+export const unknownRoute = (c: Context) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404);
+
+/**
+ * Serves route specs on a router: request ids, the API's security headers, JSON errors (a 500
+ * logged once with its request id), a JSON 404 for unknown routes, bodies read within the limit.
+ */
+export function routerOf(
+  specs: readonly RouteSpec[],
+  options: Pick<TaskRoutesOptions, 'authenticate' | 'logger' | 'bodyLimitBytes' | 'failedAttempts'>,
+): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const log = (message: string, data: Record<string, unknown>) => options.logger?.error(message, data);
+  // Without a logger of the app's, a 500 still reaches stderr: an operator must be able to find it.
+  const logger = options.logger ?? consoleLogger('error');
+  const log = (message: string, data: Record<string, unknown>) => logger.error(message, data);
+  app.use('*', requestId());
+  // The API's headers on its own paths only: a router mounted at the root (health) must not
+  // take over the policy of the console's page beside it.
+  for (const path of new Set(specs.map((spec) => spec.path))) app.use(path, apiSecurityHeaders());
   app.onError((error, c) => errorResponse(c, error, log));
-  app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
-  for (const spec of specs) mountRoute(app, spec, options.authenticate);
+  app.notFound(unknownRoute);
+  const failedAttempts = options.failedAttempts === false ? undefined : options.failedAttempts instanceof FailedAttempts ? options.failedAttempts : new FailedAttempts(options.failedAttempts);
+  for (const spec of specs) {
+    mountRoute(app, spec, options.authenticate, { ...(options.bodyLimitBytes ? { bodyLimitBytes: options.bodyLimitBytes } : {}), ...(failedAttempts ? { failedAttempts } : {}) });
+  }
   return app;
 }
 

@@ -4,11 +4,13 @@ import { HttpError } from '../errors.ts';
 import { route, type AuthEnv, type RouteSpec } from '../route.ts';
 import { errorSchema, liveQuery, taskIdParams } from '../schemas.ts';
 import type { TaskRoutesOptions } from './context.ts';
+import { StreamLimit } from './stream-limit.ts';
 
 /** The live streams: every task of the caller's tenant on one connection, and one task's events. */
 export function liveRoutes(options: TaskRoutesOptions): RouteSpec[] {
   const { fanout, definition, subscriber } = options;
   if (!subscriber) return [];
+  const streams = new StreamLimit(options.streamsPerTenant ?? 100);
   const events = taskEventsHandler({
     subscriber,
     loadTask: async (id) => {
@@ -25,19 +27,21 @@ export function liveRoutes(options: TaskRoutesOptions): RouteSpec[] {
       summary:
         "Live states of every task of the caller's tenant (Server-Sent Events, one connection for a whole page): the unfinished tasks first, then changes; with task=<id>, also that task's item failures and logs. Last-Event-ID resumes",
       query: liveQuery,
-      responses: { 200: { contentType: 'text/event-stream' }, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+      responses: { 200: { contentType: 'text/event-stream' }, 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema },
       async handler(c, { query }) {
         const tenant = c.get('principal').tenant;
         if (query.task) {
           const task = await fanout.getTask(query.task);
           if (!task || task.kind !== definition.name || task.tenant !== tenant) throw new HttpError(404, 'not_found', `task ${query.task} not found`);
         }
-        return streamTenantEvents(c, {
-          subscriber,
-          scope: { tenant, kinds: [definition.name] },
-          focus: query.task ?? null,
-          loadStates: (scope, since, limit) => fanout.store.liveTaskCounts({ tenant: scope.tenant, kinds: scope.kinds, since, limit }),
-        });
+        return streams.hold(tenant, () =>
+          streamTenantEvents(c, {
+            subscriber,
+            scope: { tenant, kinds: [definition.name] },
+            focus: query.task ?? null,
+            loadStates: (scope, since, limit) => fanout.store.liveTaskCounts({ tenant: scope.tenant, kinds: scope.kinds, since, limit }),
+          }),
+        );
       },
     }),
     route({
@@ -45,8 +49,8 @@ export function liveRoutes(options: TaskRoutesOptions): RouteSpec[] {
       path: '/tasks/:id/events',
       summary: 'Live progress of one task (Server-Sent Events): the current state first, then events until the ending; Last-Event-ID resumes',
       params: taskIdParams,
-      responses: { 200: { contentType: 'text/event-stream' }, 400: errorSchema, 401: errorSchema, 404: errorSchema },
-      handler: (c) => events(c),
+      responses: { 200: { contentType: 'text/event-stream' }, 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema },
+      handler: (c) => streams.hold(c.get('principal').tenant, () => events(c)),
     }),
   ];
 }

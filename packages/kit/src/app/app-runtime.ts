@@ -1,14 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
-import { migrationsDir as eventMigrations } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import { fanoutOn, openPrismaDatabase, type AppPrismaClient, type PrismaDatabase } from '../database/prisma-runtime.ts';
 import type { AppContext, AppServices, AppSpec, ProcessRole } from './define-app.ts';
 
-/** Every migration folder an app needs, in order: Fanout's tables, the event payloads, the app's own. */
+/** Every migration folder an app needs, in order: every Fanout table (one folder), then the app's own. */
 export function appMigrations(app: AppSpec<any, any, any>): string[] {
-  return [fanoutMigrations, eventMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
+  return [fanoutMigrations, ...app.migrations.map((m) => (m instanceof URL ? fileURLToPath(m) : m))];
 }
 
 export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E extends EnvShape = EnvShape, S extends AppServices = AppServices> extends AsyncDisposable {
@@ -39,7 +38,7 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
   });
   let services: S;
   try {
-    services = await app.setup({ prisma: db.prisma, env, logger, role });
+    services = await app.setup({ prisma: db.prisma, pool: db.pool, env, logger, role });
   } catch (error) {
     await db.close();
     throw error;
@@ -53,10 +52,17 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       ...(env.FANOUT_CONTROL_POLL_MS ? { controlPollMs: env.FANOUT_CONTROL_POLL_MS } : {}),
       ...(env.FANOUT_LIMIT_LEASE_MS ? { limitLeaseMs: env.FANOUT_LIMIT_LEASE_MS } : {}),
     },
-    ...(env.FANOUT_MAINTENANCE_MS ? { maintenance: { intervalMs: env.FANOUT_MAINTENANCE_MS } } : {}),
+    ...(env.FANOUT_MAINTENANCE_MS !== undefined || env.FANOUT_ANNOUNCE_GRACE_MS !== undefined
+      ? {
+          maintenance: {
+            ...(env.FANOUT_MAINTENANCE_MS !== undefined ? { intervalMs: env.FANOUT_MAINTENANCE_MS } : {}),
+            ...(env.FANOUT_ANNOUNCE_GRACE_MS !== undefined ? { announceGraceMs: env.FANOUT_ANNOUNCE_GRACE_MS } : {}),
+          },
+        }
+      : {}),
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
   });
-  const ctx: AppContext<P, E, S> = { prisma: db.prisma, env, logger, role, fanout, services };
+  const ctx: AppContext<P, E, S> = { prisma: db.prisma, pool: db.pool, env, logger, role, fanout, services };
   let closing: Promise<void> | null = null;
   const close = (closeOptions: { graceMs?: number } = {}) =>
     (closing ??= (async () => {

@@ -2,6 +2,7 @@ import type { ColumnSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } f
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
+import type pg from 'pg';
 import type { Env, EnvShape } from '../config/env.ts';
 import type { AppPrismaClient } from '../database/prisma-runtime.ts';
 
@@ -10,6 +11,8 @@ export type ProcessRole = 'api' | 'worker' | 'local';
 
 export interface AppSetupContext<P extends AppPrismaClient, E extends EnvShape> {
   prisma: P;
+  /** The pg pool under the client, for SQL the app sends itself (bulk loads, COPY-like inserts). */
+  pool: pg.Pool;
   env: Env<E>;
   logger: Logger;
   role: ProcessRole;
@@ -58,7 +61,7 @@ export interface AppSpec<P extends AppPrismaClient = AppPrismaClient, E extends 
   module: string;
   /** Makes the app's Prisma client: `(adapter) => new PrismaClient({ adapter })`. */
   prisma(adapter: PrismaPg): P;
-  /** The app's own migration folders (Prisma layout); Fanout's and the event store's come first. */
+  /** The app's own migration folders (Prisma layout); Fanout's come first. */
   migrations: readonly (string | URL)[];
   /** The app's environment variables (zod schemas); the common ones are always read. */
   env?: E;

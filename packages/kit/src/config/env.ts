@@ -53,6 +53,8 @@ export const commonEnv = {
   FANOUT_LIMIT_LEASE_MS: intVar({ min: 300 }).optional(),
   /** How often each worker process runs a maintenance pass. */
   FANOUT_MAINTENANCE_MS: intVar({ min: 10 }).optional(),
+  /** How long after a task ended an ending nobody announced is announced by the maintenance loop. */
+  FANOUT_ANNOUNCE_GRACE_MS: intVar({ min: 0 }).optional(),
   /** How often cancels are noticed by running handlers. */
   FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
   /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */
@@ -61,6 +63,14 @@ export const commonEnv = {
   FANOUT_DATA_DIR: stringVar().default('.data'),
   /** How long a stopping process lets running handlers finish before aborting them. */
   FANOUT_DRAIN_MS: intVar({ min: 0 }).default(10_000),
+  /** The largest JSON request body in bytes (413 beyond it; uploads have their own limits). */
+  FANOUT_BODY_LIMIT_BYTES: intVar({ min: 1024, max: 256 * 1024 * 1024 }).default(1024 * 1024),
+  /** Refused tokens one client address may present a minute before it is refused outright (429); 0: no limit. */
+  FANOUT_AUTH_FAILURES_PER_MINUTE: intVar({ min: 0, max: 1_000_000 }).default(30),
+  /** Reverse proxies of your own in front of the API (their X-Forwarded-For names the client whose refused tokens are counted). */
+  FANOUT_PROXY_HOPS: intVar({ min: 0, max: 10 }).default(0),
+  /** Live event streams one tenant may hold open on one API process (429 beyond). */
+  FANOUT_STREAMS_PER_TENANT: intVar({ min: 1, max: 100_000 }).default(100),
 };
 
 export type EnvShape = Record<string, z.ZodType>;

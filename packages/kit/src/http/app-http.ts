@@ -1,6 +1,6 @@
 import { consoleRoutes } from '@fanout/console';
 import type { Principal } from '@fanout/http';
-import { healthRoutes, resultExportRoutes, routerOf, taskRoutes } from '@fanout/http';
+import { defaultSecurityHeaders, errorResponse, FailedAttempts, healthRoutes, requestId, resultExportRoutes, routerOf, taskRoutes, unknownRoute } from '@fanout/http';
 import type { TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import type { AppRuntime } from '../app/app-runtime.ts';
@@ -29,6 +29,11 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
     if (options.draining?.()) throw new Error('the process is shutting down');
   };
   const health = healthRoutes({ fanout, definition, ready, logger: ctx.logger });
+  const limits = {
+    bodyLimitBytes: ctx.env.FANOUT_BODY_LIMIT_BYTES,
+    failedAttempts: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE === 0 ? (false as const) : new FailedAttempts({ limit: ctx.env.FANOUT_AUTH_FAILURES_PER_MINUTE, windowMs: 60_000, proxyHops: ctx.env.FANOUT_PROXY_HOPS }),
+    streamsPerTenant: ctx.env.FANOUT_STREAMS_PER_TENANT,
+  };
   const routes = [...(app.routes?.(ctx) ?? []), ...(app.results ? resultExportRoutes(fanout, definition, app.results(ctx)) : [])];
   const api = taskRoutes({
     fanout,
@@ -41,10 +46,16 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
     rootRoutes: health,
     title: app.title,
     logger: ctx.logger,
+    ...limits,
   });
   const http = new Hono();
+  // Every answer of the server carries a request id and the security headers; a path no route
+  // serves (under the API prefix or not) answers a JSON 404, an error a JSON 500 that is logged.
+  http.use('*', requestId(), defaultSecurityHeaders());
+  http.notFound(unknownRoute);
+  http.onError((error, c) => errorResponse(c, error, (message, data) => ctx.logger.error(message, data)));
   http.route(prefix, api);
-  http.route('/', routerOf(health, { authenticate: options.authenticate, logger: ctx.logger }));
+  http.route('/', routerOf(health, { authenticate: options.authenticate, logger: ctx.logger, ...limits }));
   const panel = typeof app.console === 'function' ? app.console(ctx) : app.console;
   http.route(
     '/',

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, startProcess, type PodProcess, type TestDatabase } from '@fanout/testdb';
+import { createTestDatabase, startProcess, type PodProcess, type TestDatabase, type TestPostgres } from '@fanout/testdb';
 import { appMigrations, openApp, type AppRuntime } from '../app/app-runtime.ts';
 import type { AppServices, AppSpec } from '../app/define-app.ts';
 import { loadEnv, type EnvShape } from '../config/env.ts';
@@ -9,8 +9,11 @@ import { apiPrefix } from '../http/app-http.ts';
 // From the sources (tests, the dev-source condition) or from the build.
 const entry = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../process/entry.ts' : './process/entry.js', import.meta.url));
 
-/** Tokens every app test has: two tenants and an operator. */
-export const TEST_TOKENS = 'token-a:team-a,token-b:team-b,token-ops:ops:operator';
+/** The tokens every app test has: tenant `team-a`, tenant `team-b`, and an operator (tenant `ops`). */
+export const TEST_TOKEN = { a: 'test-token-team-a', b: 'test-token-team-b', ops: 'test-token-operator' } as const;
+
+/** `FANOUT_TOKENS` of an app test. */
+export const TEST_TOKENS = `${TEST_TOKEN.a}:team-a,${TEST_TOKEN.b}:team-b,${TEST_TOKEN.ops}:ops:operator`;
 
 /** Settings that make recoveries quick enough for a test (leases, maintenance, supervision). */
 export const TEST_ENV: Record<string, string | number> = {
@@ -18,6 +21,7 @@ export const TEST_ENV: Record<string, string | number> = {
   PORT: 0,
   FANOUT_LEASE_MS: 3000,
   FANOUT_MAINTENANCE_MS: 500,
+  FANOUT_ANNOUNCE_GRACE_MS: 2000,
   FANOUT_CONTROL_POLL_MS: 250,
   FANOUT_SUPERVISE_SECONDS: 2,
 };
@@ -34,19 +38,20 @@ export interface AppTest<P extends AppPrismaClient, E extends EnvShape, S extend
   api(env?: Record<string, string | number>): Promise<PodProcess & { url: string }>;
   /** Starts worker processes and waits until they work. */
   workers(count: number, env?: Record<string, string | number>): Promise<PodProcess[]>;
-  /** A request to the API process under the app's prefix, with `token-a` unless told otherwise. */
+  /** A request to the API process under the app's prefix, with `TEST_TOKEN.a` unless told otherwise (null: none). */
   call(method: string, path: string, options?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
 }
 
 /**
  * An app on a fresh database with its migrations, the app itself in this process, and API and
- * worker processes (real OS processes, through the kit's own runners) started on demand.
+ * worker processes (real OS processes, through the kit's own runners) started on demand. The
+ * database is made on the shared test server, or on `server` (e.g. one the test restarts).
  */
 export async function appTest<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env?: Record<string, string | number> } = {},
+  options: { env?: Record<string, string | number>; server?: TestPostgres } = {},
 ): Promise<AppTest<P, E, S>> {
-  const db = await createTestDatabase({ migrations: appMigrations(app) });
+  const db = await createTestDatabase({ migrations: appMigrations(app), ...(options.server ? { server: options.server } : {}) });
   const env = { ...TEST_ENV, ...options.env };
   const stringEnv = Object.fromEntries(Object.entries({ ...process.env, ...env, DATABASE_URL: db.url }).map(([k, v]) => [k, v === undefined ? undefined : String(v)]));
   let rt: AppRuntime<P, E, S>;
@@ -84,7 +89,7 @@ export async function appTest<P extends AppPrismaClient, E extends EnvShape, S e
     async call(method, path, callOptions = {}) {
       if (!apiUrl) throw new Error('start the API process first: await t.api()');
       const headers: Record<string, string> = { ...callOptions.headers };
-      if (callOptions.token !== null) headers.authorization = `Bearer ${callOptions.token ?? 'token-a'}`;
+      if (callOptions.token !== null) headers.authorization = `Bearer ${callOptions.token ?? TEST_TOKEN.a}`;
       if (callOptions.body !== undefined) headers['content-type'] = 'application/json';
       return fetch(`${apiUrl}${apiPrefix(app.name)}${path}`, {
         method,

@@ -18,11 +18,19 @@ export async function lockTask(tx: PrismaQueryable, taskId: string): Promise<Tas
   return row;
 }
 
-/** Newest first. */
+// A cursor's time is one this store wrote: an ISO time of years 1-9999, which PostgreSQL can hold
+// (JavaScript dates reach year -271821; PostgreSQL's stop at 4713 BC).
+const isCursorTime = (value: unknown): value is string =>
+  typeof value === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(value) && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
+
+/**
+ * Newest first. The rows come without their input (`input` is null): a list shows counts, and an
+ * input can be hundreds of kilobytes (10,000 document ids); `getTask` reads it.
+ */
 export async function listTasks(db: PrismaQueryable, query: ListTasksQuery): Promise<Page<TaskRecord>> {
   const limit = Math.max(1, Math.min(500, query.limit));
   const cursor = query.cursor ? decodeCursor(query.cursor) : null;
-  if (query.cursor && (!cursor || typeof cursor[0] !== 'string' || Number.isNaN(Date.parse(cursor[0])) || !isUuid(cursor[1]))) {
+  if (query.cursor && (!cursor || !isCursorTime(cursor[0]) || !isUuid(cursor[1]))) {
     throw new FanoutError('invalid_argument', 'cursor: not a cursor this API returned', { field: 'cursor' });
   }
   if (query.idPrefix !== undefined && !/^[0-9a-f-]{1,36}$/i.test(query.idPrefix)) {
@@ -33,7 +41,10 @@ export async function listTasks(db: PrismaQueryable, query: ListTasksQuery): Pro
   const statuses = query.statuses ? [...query.statuses] : null;
   const prefix = query.idPrefix === undefined ? null : `${query.idPrefix.toLowerCase()}%`;
   const rows = await db.$queryRaw<TaskRow[]>`
-    SELECT * FROM fanout_task
+    SELECT id, kind, tenant, NULL::jsonb AS input, status, stop_reason, error, total, succeeded, failed, cancelled, round,
+           max_attempts, max_failures, max_failure_ratio, deadline_at, dispatched_at, created_at, started_at, completed_at,
+           updated_at, summary, archived_at, round_started_at, round_settled_at_start, idempotency_key, request_hash
+    FROM fanout_task
     WHERE (${query.kind ?? null}::text IS NULL OR kind = ${query.kind ?? null}::text)
       AND (${byTenant}::boolean = false OR tenant IS NOT DISTINCT FROM ${query.tenant ?? null}::text)
       AND (${query.status ?? null}::text IS NULL OR status = ${query.status ?? null}::text)

@@ -1,0 +1,176 @@
+// `pnpm --filter @fanout/iit-qc bench`: a full QC run of the CDISC pilot (306 subjects, about
+// 100,000 records, the shipped rule set) on two worker processes, against the same rules evaluated
+// by a plain loop in one process, in the same run; then a synthetic study ten times larger
+// (subjects copied with new ids) on the same two workers, with the workers' peak memory.
+// Prints one JSON line per scenario.
+import { randomUUID, createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { appMigrations, loadEnv, openApp } from '@fanout/kit';
+import { applyMigrations, startPostgres, startProcess, withDatabase, waitFor, type PodProcess } from '@fanout/testdb';
+import pg from 'pg';
+import app from '../src/app.ts';
+import { importUpload, type Study } from '../src/data/import.ts';
+import { evaluateSubject } from '../src/rules/engine.ts';
+import { storeRuleSet } from '../src/routes/rule-sets.ts';
+import { finishRun } from '../src/run/finish.ts';
+import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from '../src/run/run-store.ts';
+
+const DATA = fileURLToPath(new URL('../data/cdiscpilot01-sdtm/', import.meta.url));
+const RULES = readFileSync(fileURLToPath(new URL('../rules/cdiscpilot01.yaml', import.meta.url)), 'utf8');
+const ENTRY = fileURLToPath(new URL('../../../packages/kit/src/process/entry.ts', import.meta.url));
+const TENANT = 'bench';
+
+const dir = mkdtempSync(join(tmpdir(), 'iit-bench-'));
+chmodSync(dir, 0o711);
+const server = process.env.DATABASE_URL ? null : await startPostgres({ dataDir: join(dir, 'pg') });
+const serverUrl = process.env.DATABASE_URL ?? server!.url;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query('DROP DATABASE IF EXISTS iit_bench WITH (FORCE)');
+await admin.query('CREATE DATABASE iit_bench');
+await admin.end();
+const url = withDatabase(serverUrl, 'iit_bench');
+await applyMigrations(url, appMigrations(app));
+const pool = new pg.Pool({ connectionString: url, max: 8 });
+const dirs = { uploadDir: join(dir, 'incoming'), storageDir: join(dir, 'files') };
+
+async function newStudy(name: string): Promise<Study> {
+  const { rows } = await pool.query<Study>("INSERT INTO qc_study (id, tenant, name, standard) VALUES (gen_random_uuid(), $1, $2, 'sdtm') RETURNING id, tenant, name, standard", [TENANT, name]);
+  return rows[0]!;
+}
+
+async function loadPilot(study: Study) {
+  for (const f of ['define.xml', ...readdirSync(DATA).filter((f) => /\.xpt(\.gz)?$/.test(f))]) {
+    const copy = join(dir, randomUUID());
+    copyFileSync(join(DATA, f), copy);
+    await importUpload(pool, study, { path: copy, filename: f, mimeType: '', bytes: statSync(copy).size, sha256: createHash('sha256').update(readFileSync(copy)).digest('hex') }, dirs);
+  }
+}
+
+/**
+ * A study `times` as large: every subject's records copied with new subject ids of the same length
+ * (01-701-1015 becomes 02-701-1015...: the pilot's ids all start 01), trial design once.
+ */
+async function scaledCopy(from: Study, times: number): Promise<Study> {
+  const study = await newStudy(`pilot x${times}`);
+  const { rows } = await pool.query('SELECT * FROM qc_dataset WHERE study_id = $1 AND current', [from.id]);
+  for (const d of rows) {
+    const { rows: ins } = await pool.query(
+      'INSERT INTO qc_dataset (id, study_id, name, domain, format, filename, sha256, bytes, records, columns, metadata, version, current) SELECT gen_random_uuid(), $2, name, domain, format, filename, sha256, bytes, records, columns, metadata, 1, true FROM qc_dataset WHERE id = $1 RETURNING id',
+      [d.id, study.id],
+    );
+    const copies = d.records > 0 && (await pool.query('SELECT 1 FROM qc_record WHERE dataset_id = $1 AND subject IS NOT NULL LIMIT 1', [d.id])).rowCount ? times : 1;
+    await pool.query(
+      `INSERT INTO qc_record (dataset_id, recno, subject, data)
+       SELECT $2, r.recno + (k - 1) * $3, CASE WHEN k = 1 THEN r.subject ELSE lpad(k::text, 2, '0') || substr(r.subject, 3) END,
+              CASE WHEN k = 1 OR r.subject IS NULL THEN r.data ELSE jsonb_set(r.data, '{USUBJID}', to_jsonb(lpad(k::text, 2, '0') || substr(r.subject, 3))) END
+       FROM qc_record r, generate_series(1, $4::int) k WHERE r.dataset_id = $1`,
+      [d.id, ins[0]!.id, d.records, copies],
+    );
+    await pool.query('UPDATE qc_dataset SET records = (SELECT count(*) FROM qc_record WHERE dataset_id = $1) WHERE id = $1', [ins[0]!.id]);
+  }
+  await pool.query('ANALYZE qc_record');
+  return study;
+}
+
+/** Peak resident memory of a process (MB), from /proc. */
+const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
+  const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir } as Record<string, string>);
+  const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
+  await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
+  const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn' })));
+  try {
+    const started = performance.now();
+    const task = await rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT });
+    const stages: Record<string, number> = {};
+    await waitFor(
+      async () => {
+        const stage = (await pool.query('SELECT stage FROM qc_run WHERE task_id = $1', [task.id])).rows[0]?.stage as string | undefined;
+        if (stage) stages[stage] ??= Math.round(performance.now() - started) / 1000;
+        return stage === 'done';
+      },
+      { timeoutMs: 1_800_000, intervalMs: 50 },
+    );
+    const seconds = (performance.now() - started) / 1000;
+    // When the last child settled (the task completed) and the fan-in ended.
+    const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM (r.finished_at - t.completed_at))::float8 AS fanin FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
+    stages.children = Number(times.children.toFixed(2));
+    stages.fanIn = Number(times.fanin.toFixed(2));
+    const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
+    const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
+    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))) };
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await rt.close({ graceMs: 1000 });
+  }
+}
+
+/** The same rules, a plain loop in this one process: every subject in turn, then the study-level rules. */
+async function plainLoop(studyId: string, ruleSetId: string, records: number) {
+  const runId = randomUUID();
+  const started = performance.now();
+  const run = await snapshotRun(pool, runId, TENANT, { studyId, ruleSetId });
+  const ctx = await runContext(pool, runId);
+  const phase = { load: 0, evaluate: 0, save: 0, fanIn: 0 };
+  let at = performance.now();
+  const lap = (k: keyof typeof phase) => {
+    const now = performance.now();
+    phase[k] += (now - at) / 1000;
+    at = now;
+  };
+  for await (const page of runSubjects(pool, run)) {
+    at = performance.now();
+    for (const s of page) {
+      const data = await loadSubject(pool, ctx, s.subject, s.site);
+      lap('load');
+      const { findings, tallies } = evaluateSubject(ctx.childRules, data, ctx.trial);
+      lap('evaluate');
+      await saveSubject(pool, runId, s.subject, findings, tallies);
+      lap('save');
+    }
+  }
+  at = performance.now();
+  await finishRun(pool, runId);
+  lap('fanIn');
+  if (process.env.BENCH_PHASES) console.log(JSON.stringify(phase));
+  const seconds = (performance.now() - started) / 1000;
+  const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);
+  return { seconds, findings, recordsPerSecond: Math.round(records / seconds) };
+}
+
+const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);
+
+try {
+  const pilot = await newStudy('CDISCPILOT01');
+  await loadPilot(pilot);
+  const pilotRules = (await storeRuleSet(pool, pilot, RULES, TENANT)).id;
+  const records = await recordsOf(pilot.id);
+  // Warm-up: caches and JIT on both sides, not measured.
+  if (!process.env.BENCH_SKIP_PILOT) await plainLoop(pilot.id, pilotRules, records);
+  const plain = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await plainLoop(pilot.id, pilotRules, records);
+  const fanout = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await fanoutRun(pilot.id, pilotRules, records);
+  console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: Number((plain.seconds / fanout.seconds).toFixed(2)) }));
+  const big = await scaledCopy(pilot, Number(process.env.BENCH_TIMES ?? 10));
+  const bigRules = (await storeRuleSet(pool, big, RULES, TENANT)).id;
+  const bigRecords = await recordsOf(big.id);
+  if (process.env.BENCH_EXPLAIN) {
+    const ids = (await pool.query('SELECT id FROM qc_dataset WHERE study_id = $1 AND current', [big.id])).rows.map((r) => r.id);
+    for (const subject of ['01-701-1015', '02-701-1015']) {
+      const plan = await pool.query('EXPLAIN ANALYZE SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [subject, ids]);
+      console.log(subject, plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
+    }
+  }
+  const plainBig = process.env.BENCH_PLAIN_BIG ? await plainLoop(big.id, bigRules, bigRecords) : null;
+  if (plainBig) console.log(JSON.stringify({ plainBig }));
+  const fanoutBig = await fanoutRun(big.id, bigRules, bigRecords);
+  console.log(JSON.stringify({ scenario: 'pilot x10', subjects: 3060, records: bigRecords, fanout: fanoutBig, timeRatioToPilot: Number((fanoutBig.seconds / fanout.seconds).toFixed(2)), target: 11 }));
+} finally {
+  await pool.end();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}

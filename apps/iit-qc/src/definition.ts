@@ -1,0 +1,82 @@
+import { defineFanout } from '@fanout/core';
+import type pg from 'pg';
+import { z } from 'zod';
+import { evaluateSubject } from './rules/engine.ts';
+import { finishRun } from './run/finish.ts';
+import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
+import type { AgentReview } from './review/agent-review.ts';
+
+export const qcInput = z.object({
+  studyId: z.uuid({ error: 'must be a study id (a UUID)' }),
+  ruleSetId: z.uuid({ error: 'must be a rule set id (a UUID)' }),
+});
+
+/** What a child gets: its subject and site (the rest is in the run's snapshot). */
+export const qcItem = z.object({ subject: z.string().min(1), site: z.string().nullable() });
+
+export interface QcOptions {
+  pool: pg.Pool;
+  /** Runs the rules of kind llm; without it they are recorded as errors ("no model configured"). */
+  review?: AgentReview | null;
+}
+
+/**
+ * A QC run: one task, one child per subject. The manager freezes the rule-set version and the
+ * datasets' versions and hashes, and lists the subjects; each child evaluates the record- and
+ * subject-level rules on its subject's records and stores its findings (replacing those of an
+ * earlier attempt); the fan-in runs the study-level rules, compares with the previous run and
+ * settles the discrepancies.
+ */
+export function qcRun(options: QcOptions) {
+  const { pool } = options;
+  return defineFanout({
+    name: 'iit_qc_run',
+    input: qcInput,
+    item: qcItem,
+    result: z.object({ records: z.number().int(), findings: z.number().int(), errors: z.number().int() }),
+    options: { child: { retryDelaySeconds: 2 } },
+    summarize: () => 'QC run',
+    async *listItems(input, ctx) {
+      const run = await snapshotRun(pool, ctx.task.id, ctx.task.tenant ?? '', input);
+      let subjects = 0;
+      for await (const page of runSubjects(pool, run)) {
+        subjects += page.length;
+        yield page.map((s) => ({ key: s.subject, snapshot: s }));
+      }
+      await pool.query("UPDATE qc_run SET subjects = $2, stage = 'checking' WHERE task_id = $1", [ctx.task.id, subjects]);
+    },
+    async runItem(item, ctx) {
+      const run = await runContext(pool, ctx.task.id);
+      const data = await loadSubject(pool, run, item.subject, item.site);
+      const { findings, tallies } = evaluateSubject(run.childRules, data, run.trial);
+      const llmRules = run.childRules.filter((r) => r.kind === 'llm');
+      if (llmRules.length > 0) {
+        const reviewed = await reviewSubject(options.review ?? null, llmRules, data, ctx);
+        findings.push(...reviewed.findings);
+        for (const [id, tally] of reviewed.tallies) tallies.set(id, tally);
+      }
+      await saveSubject(pool, ctx.task.id, item.subject, findings, tallies);
+      return { records: data.records.length, findings: findings.length, errors: [...tallies.values()].reduce((n, t) => n + t.errors, 0) };
+    },
+    async onFinish(task) {
+      await finishRun(pool, task.id);
+    },
+  });
+}
+
+async function reviewSubject(review: AgentReview | null, rules: Parameters<AgentReview['review']>[0][], data: Parameters<AgentReview['review']>[1], ctx: Parameters<AgentReview['review']>[2]) {
+  const findings: Awaited<ReturnType<AgentReview['review']>>['findings'] = [];
+  const tallies = new Map<string, { errors: number; firstError: string | null }>();
+  for (const rule of rules) {
+    if (!review) {
+      tallies.set(rule.id, { errors: 1, firstError: 'no model is configured (FANOUT_LLM_BASE_URL)' });
+      continue;
+    }
+    const outcome = await review.review(rule, data, ctx);
+    findings.push(...outcome.findings);
+    if (outcome.error) tallies.set(rule.id, { errors: 1, firstError: outcome.error });
+  }
+  return { findings, tallies };
+}
+
+export type QcDefinition = ReturnType<typeof qcRun>;

@@ -1,0 +1,140 @@
+import type pg from 'pg';
+import { runStudyRule } from './study-rules.ts';
+import { insertFindings, runContext } from './run-store.ts';
+
+export interface RunSummary {
+  skipped: Record<string, string>;
+  subjects: number;
+  issues: number;
+  excluded: number;
+  new: number;
+  open: number;
+  resolved: number;
+  previousRunId: string | null;
+  rules: { passed: number; issues: number; skipped: number; error: number };
+}
+
+/**
+ * The fan-in of a QC run, in one transaction (a retried fan-in does it all again): study-level
+ * rules (uniqueness, consistency, outliers, orphan records), exclusions, the comparison with the
+ * study's previous run (new, still open, resolved), the discrepancies that live across runs, and
+ * each rule's result.
+ */
+export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSummary> {
+  const ctx = await runContext(pool, taskId);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query("UPDATE qc_run SET stage = 'finishing' WHERE task_id = $1", [taskId]);
+    // Sites of subjects, for study-level findings.
+    const sites = new Map<string, string | null>();
+    const siteRows = await client.query<{ subject: string; site: string | null }>('SELECT DISTINCT subject, site FROM qc_finding WHERE run_id = $1 AND subject IS NOT NULL', [taskId]);
+    for (const r of siteRows.rows) sites.set(r.subject, r.site);
+    const dm = ctx.datasets.filter((d) => d.domain === 'DM').map((d) => d.id);
+    if (dm.length > 0) {
+      const { rows } = await client.query<{ subject: string; site: string | null }>("SELECT subject, data->>'SITEID' AS site FROM qc_record WHERE dataset_id = ANY($1::uuid[]) AND subject IS NOT NULL", [dm]);
+      for (const r of rows) sites.set(r.subject, r.site);
+    }
+    await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [taskId]);
+    const studyErrors = new Map<string, string>();
+    for (const rule of ctx.rules.filter((r) => r.level === 'study' && !ctx.skipped.has(r.id))) {
+      await client.query('SAVEPOINT rule');
+      try {
+        await insertFindings(client, taskId, await runStudyRule(client, rule, ctx.datasets, sites));
+        await client.query('RELEASE SAVEPOINT rule');
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT rule');
+        studyErrors.set(rule.id, (error as Error).message);
+      }
+    }
+    // Exclusions stay: a finding whose discrepancy was excluded is excluded in every later run.
+    await client.query(
+      `UPDATE qc_finding f SET excluded = (d.excluded_reason IS NOT NULL)
+       FROM qc_discrepancy d WHERE f.run_id = $1 AND d.study_id = $2 AND d.key = f.key`,
+      [taskId, ctx.studyId],
+    );
+    const previous = await client.query<{ task_id: string }>(
+      "SELECT task_id FROM qc_run WHERE study_id = $1 AND stage = 'done' AND task_id <> $2 AND created_at <= (SELECT created_at FROM qc_run WHERE task_id = $2) ORDER BY created_at DESC LIMIT 1",
+      [ctx.studyId, taskId],
+    );
+    const previousRunId = previous.rows[0]?.task_id ?? null;
+    await client.query(
+      `UPDATE qc_finding f SET change = CASE WHEN EXISTS (SELECT 1 FROM qc_finding p WHERE p.run_id = $2 AND p.key = f.key) THEN 'open' ELSE 'new' END WHERE f.run_id = $1`,
+      [taskId, previousRunId],
+    );
+    // Rules this run checked: only their discrepancies can be resolved by it.
+    const checked = ctx.rules.filter((r) => !ctx.skipped.has(r.id)).map((r) => r.id);
+    await client.query(
+      `UPDATE qc_discrepancy d SET status = 'resolved', resolved_run_id = $2, updated_at = now()
+       WHERE d.study_id = $1 AND d.status = 'open' AND d.rule_id = ANY($3::text[])
+         AND NOT EXISTS (SELECT 1 FROM qc_finding f WHERE f.run_id = $2 AND f.key = d.key)`,
+      [ctx.studyId, taskId, checked],
+    );
+    await client.query(
+      `INSERT INTO qc_discrepancy (study_id, key, rule_id, subject, site, domain, dataset, recno, variables, "values", message, severity, status, first_run_id, last_run_id)
+       SELECT $1, key, rule_id, subject, site, domain, dataset, recno, variables, "values", message, severity, 'open', run_id, run_id FROM qc_finding WHERE run_id = $2
+       ON CONFLICT (study_id, key) DO UPDATE SET status = 'open', last_run_id = EXCLUDED.last_run_id, resolved_run_id = NULL, recno = EXCLUDED.recno,
+         "values" = EXCLUDED."values", message = EXCLUDED.message, severity = EXCLUDED.severity, site = EXCLUDED.site, updated_at = now()`,
+      [ctx.studyId, taskId],
+    );
+    // Each rule's result.
+    await client.query('DELETE FROM qc_rule_result WHERE run_id = $1', [taskId]);
+    const counts = await client.query<{ rule_id: string; issues: number; excluded: number; subjects: number }>(
+      'SELECT rule_id, count(*) FILTER (WHERE NOT excluded)::int AS issues, count(*) FILTER (WHERE excluded)::int AS excluded, count(DISTINCT subject)::int AS subjects FROM qc_finding WHERE run_id = $1 GROUP BY rule_id',
+      [taskId],
+    );
+    const errors = await client.query<{ rule_id: string; errors: number; message: string }>('SELECT rule_id, sum(count)::int AS errors, min(message) AS message FROM qc_rule_error WHERE run_id = $1 GROUP BY rule_id', [taskId]);
+    const countOf = new Map(counts.rows.map((r) => [r.rule_id, r]));
+    const errorOf = new Map(errors.rows.map((r) => [r.rule_id, r]));
+    const tally = { passed: 0, issues: 0, skipped: 0, error: 0 };
+    for (const rule of ctx.rules) {
+      const c = countOf.get(rule.id);
+      const e = errorOf.get(rule.id);
+      const skippedReason = ctx.skipped.get(rule.id);
+      const studyError = studyErrors.get(rule.id);
+      const status = skippedReason ? 'skipped' : studyError || e ? 'error' : c && c.issues > 0 ? 'issues' : 'passed';
+      tally[status === 'issues' ? 'issues' : status]++;
+      await client.query('INSERT INTO qc_rule_result (run_id, rule_id, status, issues, excluded, subjects, errors, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+        taskId,
+        rule.id,
+        status,
+        c?.issues ?? 0,
+        c?.excluded ?? 0,
+        c?.subjects ?? 0,
+        e?.errors ?? (studyError ? 1 : 0),
+        skippedReason ?? studyError ?? (e ? `${e.errors} record(s) could not be evaluated: ${e.message}` : null),
+      ]);
+    }
+    const totals = await client.query<{ issues: number; excluded: number; new: number; open: number; subjects: number }>(
+      "SELECT count(*) FILTER (WHERE NOT excluded)::int AS issues, count(*) FILTER (WHERE excluded)::int AS excluded, count(*) FILTER (WHERE change = 'new' AND NOT excluded)::int AS new, count(*) FILTER (WHERE change = 'open' AND NOT excluded)::int AS open, count(DISTINCT subject)::int AS subjects FROM qc_finding WHERE run_id = $1",
+      [taskId],
+    );
+    // Resolved: what the previous run found (and this run checked) that this run no longer finds.
+    const resolved = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM qc_finding p WHERE p.run_id = $1 AND NOT p.excluded AND p.rule_id = ANY($3::text[])
+         AND NOT EXISTS (SELECT 1 FROM qc_finding f WHERE f.run_id = $2 AND f.key = p.key)`,
+      [previousRunId, taskId, checked],
+    );
+    const subjects = await client.query<{ n: number }>('SELECT subjects AS n FROM qc_run WHERE task_id = $1', [taskId]);
+    const t = totals.rows[0]!;
+    const summary: RunSummary = {
+      skipped: Object.fromEntries(ctx.skipped),
+      subjects: subjects.rows[0]?.n ?? 0,
+      issues: t.issues,
+      excluded: t.excluded,
+      new: t.new,
+      open: t.open,
+      resolved: resolved.rows[0]?.n ?? 0,
+      previousRunId,
+      rules: tally,
+    };
+    await client.query("UPDATE qc_run SET stage = 'done', summary = $2, previous_run_id = $3, finished_at = now() WHERE task_id = $1", [taskId, JSON.stringify(summary), previousRunId]);
+    await client.query('COMMIT');
+    return summary;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,199 @@
+import type pg from 'pg';
+import { PermanentError } from '@fanout/core';
+import type { Column, Row } from '../data/table.ts';
+import { TRIAL_DESIGN } from '../data/sdtm-domains.ts';
+import { compileSpec, type CompiledRuleSpec } from '../rules/rule-set.ts';
+import type { RuleSpec } from '../rules/spec.ts';
+import { skippedRules, type Finding, type RecordRef, type RuleTally, type SubjectData } from '../rules/engine.ts';
+
+/** A dataset as a run froze it: which version (id), its hash, and whether it holds subjects. */
+export interface RunDataset {
+  id: string;
+  name: string;
+  domain: string;
+  sha256: string;
+  records: number;
+  subjects: boolean;
+  columns: Column[];
+}
+
+/** What a child needs of its run, loaded once per process and run. */
+export interface RunContext {
+  taskId: string;
+  studyId: string;
+  standard: 'sdtm' | 'redcap';
+  ruleSetId: string;
+  maxIssuesPerRule: number;
+  datasets: RunDataset[];
+  rules: CompiledRuleSpec[];
+  /** The rules children evaluate (record and subject level, not skipped). */
+  childRules: CompiledRuleSpec[];
+  skipped: Map<string, string>;
+  trial: Record<string, Row[]>;
+}
+
+interface RunRow {
+  task_id: string;
+  study_id: string;
+  tenant: string;
+  rule_set_id: string;
+  datasets: RunDataset[];
+  summary: { skipped?: Record<string, string> } | null;
+  standard: 'sdtm' | 'redcap';
+  rules: RuleSpec[];
+  max_issues: number | null;
+}
+
+/**
+ * The manager's snapshot: the rule set version and the current version of every dataset (with its
+ * hash), and which rules the data cannot run. Written once: a retried manager reads back what the
+ * first attempt froze, so every child of the run sees the same data.
+ */
+export async function snapshotRun(pool: pg.Pool, taskId: string, tenant: string, input: { studyId: string; ruleSetId: string }): Promise<RunRow> {
+  const study = await pool.query<{ id: string; standard: 'sdtm' | 'redcap' }>('SELECT id, standard FROM qc_study WHERE id = $1 AND tenant = $2', [input.studyId, tenant]);
+  if (!study.rows[0]) throw new PermanentError(`study ${input.studyId} is not one of yours`, { code: 'study_not_found' });
+  const ruleSet = await pool.query<{ id: string; rules: { rules: RuleSpec[] } }>('SELECT id, rules FROM qc_rule_set WHERE id = $1 AND study_id = $2', [input.ruleSetId, input.studyId]);
+  if (!ruleSet.rows[0]) throw new PermanentError(`rule set ${input.ruleSetId} is not a rule set of this study`, { code: 'rule_set_not_found' });
+  const datasets = await pool.query<{ id: string; name: string; domain: string; sha256: string; records: number; columns: Column[] }>(
+    "SELECT id, name, domain, sha256, records, columns FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary') ORDER BY name",
+    [input.studyId],
+  );
+  if (datasets.rows.length === 0) throw new PermanentError('the study has no datasets to check: upload them first', { code: 'no_data' });
+  const snapshot: RunDataset[] = datasets.rows.map((d) => ({ ...d, subjects: !TRIAL_DESIGN.has(d.domain) }));
+  const rules = ruleSet.rows[0].rules.rules.map(compileSpec);
+  const skipped = skippedRules(rules, snapshot, study.rows[0].standard);
+  await pool.query(
+    `INSERT INTO qc_run (task_id, study_id, tenant, rule_set_id, datasets, subjects, stage, summary)
+     VALUES ($1, $2, $3, $4, $5, 0, 'preparing', $6) ON CONFLICT (task_id) DO NOTHING`,
+    [taskId, input.studyId, tenant, input.ruleSetId, JSON.stringify(snapshot), JSON.stringify({ skipped: Object.fromEntries(skipped) })],
+  );
+  return (await loadRunRow(pool, taskId))!;
+}
+
+async function loadRunRow(pool: pg.Pool | pg.PoolClient, taskId: string): Promise<RunRow | null> {
+  const { rows } = await pool.query<RunRow>(
+    `SELECT r.task_id, r.study_id, r.tenant, r.rule_set_id, r.datasets, r.summary, s.standard, rs.rules->'rules' AS rules, (rs.rules->>'maxIssuesPerRule')::int AS max_issues
+     FROM qc_run r JOIN qc_study s ON s.id = r.study_id JOIN qc_rule_set rs ON rs.id = r.rule_set_id WHERE r.task_id = $1`,
+    [taskId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The subjects of a run, in order, with their site: DM's subjects (SDTM) or the records (REDCap). */
+export async function* runSubjects(pool: pg.Pool, run: { standard: 'sdtm' | 'redcap'; datasets: RunDataset[] }): AsyncGenerator<{ subject: string; site: string | null }[]> {
+  const dm = run.datasets.filter((d) => d.domain === 'DM').map((d) => d.id);
+  const ids = run.standard === 'sdtm' ? dm : run.datasets.filter((d) => d.subjects).map((d) => d.id);
+  if (ids.length === 0) throw new PermanentError('the study has no DM dataset: subjects are listed from DM', { code: 'no_subjects' });
+  let after = '';
+  for (;;) {
+    const { rows } = await pool.query<{ subject: string; site: string | null }>(
+      `SELECT subject, min(coalesce(data->>'SITEID', data->>'redcap_data_access_group')) AS site FROM qc_record
+       WHERE dataset_id = ANY($1::uuid[]) AND subject IS NOT NULL AND subject > $2 GROUP BY subject ORDER BY subject LIMIT 1000`,
+      [ids, after],
+    );
+    if (rows.length === 0) return;
+    yield rows.map((r) => ({ subject: r.subject, site: r.site || null }));
+    after = rows.at(-1)!.subject;
+  }
+}
+
+const contexts = new Map<string, Promise<RunContext>>();
+
+/** The run's context, loaded once per process (the last few runs are kept). */
+export function runContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
+  let ctx = contexts.get(taskId);
+  if (!ctx) {
+    ctx = loadContext(pool, taskId);
+    ctx.catch(() => contexts.delete(taskId));
+    contexts.set(taskId, ctx);
+    while (contexts.size > 4) contexts.delete(contexts.keys().next().value!);
+  }
+  return ctx;
+}
+
+async function loadContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
+  const row = await loadRunRow(pool, taskId);
+  if (!row) throw new PermanentError(`run ${taskId} has no snapshot`, { code: 'run_not_found' });
+  const rules = row.rules.map(compileSpec);
+  const skipped = new Map(Object.entries(row.summary?.skipped ?? {}));
+  const trialIds = row.datasets.filter((d) => !d.subjects).map((d) => d.id);
+  const trial: Record<string, Row[]> = {};
+  if (trialIds.length > 0) {
+    const { rows } = await pool.query<{ domain: string; data: Row }>('SELECT d.domain, r.data FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE r.dataset_id = ANY($1::uuid[]) ORDER BY d.name, r.recno', [trialIds]);
+    for (const r of rows) (trial[r.domain] ??= []).push(r.data);
+  }
+  return {
+    taskId,
+    studyId: row.study_id,
+    standard: row.standard,
+    ruleSetId: row.rule_set_id,
+    maxIssuesPerRule: row.max_issues ?? 1000,
+    datasets: row.datasets,
+    rules,
+    childRules: rules.filter((r) => r.level !== 'study' && !skipped.has(r.id)),
+    skipped,
+    trial,
+  };
+}
+
+/** One subject's records of the run's datasets, in dataset and record order. */
+export async function loadSubject(pool: pg.Pool, ctx: RunContext, subject: string, site: string | null): Promise<SubjectData> {
+  const subjectDatasets = ctx.datasets.filter((d) => d.subjects);
+  const { rows } = await pool.query<{ dataset_id: string; recno: number; data: Row }>('SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [
+    subject,
+    subjectDatasets.map((d) => d.id),
+  ]);
+  const byId = new Map(subjectDatasets.map((d) => [d.id, d]));
+  const records: RecordRef[] = rows.map((r) => {
+    const d = byId.get(r.dataset_id)!;
+    return { dataset: d.name, domain: d.domain, recno: r.recno, row: r.data };
+  });
+  records.sort((a, b) => (a.dataset === b.dataset ? a.recno - b.recno : a.dataset < b.dataset ? -1 : 1));
+  const subjectRow = records.find((r) => r.domain === 'DM')?.row ?? records[0]?.row ?? {};
+  return { subject, site, subjectRow, records };
+}
+
+const FINDING_COLUMNS = ['key', 'rule_id', 'level', 'subject', 'site', 'domain', 'dataset', 'recno', 'variables', 'values', 'message', 'severity'] as const;
+
+/** Inserts findings of a run (a page at a time); a finding already there (same key) is kept. */
+export async function insertFindings(db: pg.PoolClient, runId: string, findings: readonly Finding[]): Promise<void> {
+  for (let i = 0; i < findings.length; i += 2000) {
+    const page = findings.slice(i, i + 2000);
+    await db.query(
+      `INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')})
+       SELECT $1, t.key, t.rule_id, t.level, t.subject, t.site, t.domain, t.dataset, t.recno,
+              ARRAY(SELECT jsonb_array_elements_text(t.variables)), ARRAY(SELECT jsonb_array_elements_text(t.vals)), t.message, t.severity
+       FROM jsonb_to_recordset($2::jsonb) AS t(key text, rule_id text, level text, subject text, site text, domain text, dataset text, recno int, variables jsonb, vals jsonb, message text, severity text)
+       ON CONFLICT (run_id, key) DO NOTHING`,
+      [
+        runId,
+        JSON.stringify(
+          page.map((f) => ({ key: f.key, rule_id: f.ruleId, level: f.level, subject: f.subject, site: f.site, domain: f.domain, dataset: f.dataset, recno: f.recno, variables: f.variables, vals: f.values, message: f.message, severity: f.severity })),
+        ),
+      ],
+    );
+  }
+}
+
+/**
+ * A child's outcome, in one transaction: whatever an earlier attempt of this subject stored is
+ * replaced, so a retry after a crash leaves neither duplicates nor gaps.
+ */
+export async function saveSubject(pool: pg.Pool, runId: string, subject: string, findings: readonly Finding[], tallies: ReadonlyMap<string, RuleTally>): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND subject = $2 AND level <> 'study'", [runId, subject]);
+    await client.query('DELETE FROM qc_rule_error WHERE run_id = $1 AND subject = $2', [runId, subject]);
+    await insertFindings(client, runId, findings);
+    for (const [ruleId, tally] of tallies) {
+      await client.query('INSERT INTO qc_rule_error (run_id, subject, rule_id, count, message) VALUES ($1, $2, $3, $4, $5)', [runId, subject, ruleId, tally.errors, tally.firstError ?? '']);
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

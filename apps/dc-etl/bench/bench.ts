@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { gunzipSync } from 'node:zlib';
-import { appTest } from '@fanout/kit/testing';
+import { appTest, TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -123,7 +123,7 @@ try {
     form.set('spec', spec.replace('target: covid_tests', `target: covid_${scale}`));
     form.set('chunkRecords', String(chunkRecords));
     form.set('file', await openAsBlob(file), `covid-${rows}.csv`);
-    const res = await fetch(`${t.apiUrl}/api/etl/loads`, { method: 'POST', headers: { authorization: 'Bearer token-a' }, body: form });
+    const res = await fetch(`${t.apiUrl}/api/etl/loads`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form });
     if (res.status !== 202) throw new Error(`POST /loads: ${res.status} ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
     const load = await waitFor(

@@ -54,7 +54,7 @@ export function etlLoad(options: EtlOptions) {
       ctx.log(
         counts.skipped
           ? `chunk ${item.chunkNo}: the load was already checked; nothing written`
-          : `chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank (${counts.cleanMs} ms reading and cleaning, ${counts.writeMs} ms writing)`,
+          : `chunk ${item.chunkNo} (lines from ${item.firstLine}): ${counts.clean} clean, ${counts.rejected} rejected, ${counts.blank} blank in ${counts.totalMs} ms (${counts.readMs} reading, ${counts.encodeMs} cleaning and encoding, the rest waiting on the database)`,
       );
       return { rowsIn: counts.rowsIn, clean: counts.clean, rejected: counts.rejected, blank: counts.blank };
     },

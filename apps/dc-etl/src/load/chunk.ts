@@ -4,10 +4,8 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { FileStorage } from '../files/storage.ts';
-import { parseRecords } from '../source/csv.ts';
-import { RowCleaner } from './clean.ts';
 import type { LoadContext } from './context.ts';
-import { copyField } from './copy-text.ts';
+import { ChunkEncoder } from './encode.ts';
 import { quoted, stageTable } from './tables.ts';
 
 /** One chunk as the manager planned it: a byte range that starts at a record. */
@@ -27,44 +25,36 @@ export interface ChunkCounts {
   blank: number;
   /** The load was already checked: this run wrote nothing. */
   skipped?: boolean;
-  /** Milliseconds spent reading and cleaning, and writing (the transaction). */
-  cleanMs?: number;
-  writeMs?: number;
+  /** Milliseconds reading the range, encoding its rows (cleaning included), and in all. */
+  readMs?: number;
+  encodeMs?: number;
+  totalMs?: number;
 }
 
-const PIECE = 64 * 1024;
+// Read buffers kept for the next chunks (one per chunk read at the same time, a few at most). A
+// chunk's bytes are garbage once decoded; a fresh buffer for every chunk let a worker's memory
+// creep up with the number of chunks it ran (freed only when a major GC comes round).
+const spareBuffers: Buffer[] = [];
+const SPARE_BUFFERS = 4;
 
-/** Text accumulated in pieces of about 64 KB, so COPY gets few large writes. */
-class Pieces {
-  readonly list: string[] = [];
-  #current = '';
-  add(line: string) {
-    this.#current += line;
-    if (this.#current.length >= PIECE) {
-      this.list.push(this.#current);
-      this.#current = '';
-    }
-  }
-  done(): string[] {
-    if (this.#current) this.list.push(this.#current);
-    this.#current = '';
-    return this.list;
-  }
-}
-
-async function readRange(path: string, start: number, end: number): Promise<Buffer> {
+/** The text of bytes `start..end` of a file (UTF-8). */
+async function readText(path: string, start: number, end: number): Promise<string> {
+  const size = end - start;
+  const found = spareBuffers.findIndex((b) => b.length >= size);
+  // Some room above the size: the next chunk is about as big, a little bigger or smaller.
+  const buffer = found === -1 ? Buffer.allocUnsafe(size + (size >> 3)) : spareBuffers.splice(found, 1)[0]!;
   const file = await open(path, 'r');
   try {
-    const buffer = Buffer.allocUnsafe(end - start);
     let done = 0;
-    while (done < buffer.length) {
-      const { bytesRead } = await file.read(buffer, done, buffer.length - done, start + done);
+    while (done < size) {
+      const { bytesRead } = await file.read(buffer, done, size - done, start + done);
       if (bytesRead === 0) throw new Error(`the source ends at byte ${start + done}, before the chunk's end (${end})`);
       done += bytesRead;
     }
-    return buffer;
+    return buffer.toString('utf8', 0, size);
   } finally {
     await file.close();
+    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
   }
 }
 
@@ -73,67 +63,42 @@ async function readRange(path: string, start: number, end: number): Promise<Buff
  * and the rejected ones into the reject table with COPY. Everything the chunk wrote before (a
  * retry, a crashed run, a duplicate delivery) is replaced in the same transaction, under a lock
  * on the chunk's row, so the chunk's rows are there once whatever ran before or beside it.
+ *
+ * The rows are encoded while COPY streams them (a block at a time, with backpressure): this
+ * process cleans the next block while PostgreSQL stores the last, and memory holds the chunk's
+ * text and a few blocks whatever the file's size.
  */
 export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal?: AbortSignal): Promise<ChunkCounts> {
   const { compiled, source } = load;
   const began = performance.now();
-  const bytes = await readRange(storage.path(source.key), item.start, item.end);
-  const text = bytes.toString('utf8');
-  const cleaner = new RowCleaner(compiled, source.header);
-  const width = source.header.length;
-  const filled = new Array<boolean>(width).fill(false);
-  let unfilled = width;
-  const stage = new Pieces();
-  const rejects = new Pieces();
-  const counts: ChunkCounts = { rowsIn: 0, clean: 0, rejected: 0, blank: 0 };
-  const prefix = `${item.loadId}\t${item.chunkNo}\t`;
-  let line = item.firstLine;
-  parseRecords(text, source.delimiter, source.quote, (record) => {
-    let fields = record.fields;
-    let recordLine = line;
-    let rawStart = record.start;
-    line += record.lines;
-    if (source.lineField) {
-      recordLine = Number(fields[0]);
-      rawStart = record.start + fields[0]!.length + 1;
-      fields = fields.slice(1);
-    }
-    counts.rowsIn++;
-    if (fields.every((f) => f.trim() === '')) {
-      counts.blank++;
-      return;
-    }
-    if (unfilled > 0) {
-      for (let i = 0; i < width && i < fields.length; i++) {
-        if (!filled[i] && fields[i]!.trim() !== '') {
-          filled[i] = true;
-          unfilled--;
-        }
-      }
-    }
-    const raw = text.slice(rawStart, record.end);
-    const result = record.problem
-      ? { values: null, problems: [{ column: null, reason: 'malformed', message: record.problem }] }
-      : cleaner.clean(fields);
-    if (result.values) {
-      counts.clean++;
-      let out = `${item.chunkNo}\t${recordLine}`;
-      for (const v of result.values) out += `\t${copyField(v)}`;
-      stage.add(`${out}\n`);
-    } else {
-      counts.rejected++;
-      for (const p of result.problems) {
-        rejects.add(`${prefix}${recordLine}\t${copyField(p.column)}\t${copyField(p.reason)}\t${copyField(p.message)}\t${copyField(raw)}\n`);
-      }
-    }
+  const encoder = new ChunkEncoder(await readText(storage.path(source.key), item.start, item.end), {
+    compiled,
+    header: source.header,
+    loadId: item.loadId,
+    chunkNo: item.chunkNo,
+    firstLine: item.firstLine,
+    lineField: source.lineField,
+    delimiter: source.delimiter,
+    quote: source.quote,
   });
-  signal?.throwIfAborted();
-  // The planner and this parser read records the same way; a different count means the source
-  // changed under the load.
-  if (counts.rowsIn !== item.records) throw new Error(`chunk ${item.chunkNo}: found ${counts.rowsIn} records where the plan has ${item.records}; the source changed`);
+  const readMs = performance.now() - began;
+  let encodeMs = 0;
+  // The staging blocks, as the encoder fills them; checked against the plan once all are out.
+  async function* blocks(): AsyncGenerator<Buffer> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const t0 = performance.now();
+      const more = encoder.run();
+      const ready = encoder.stage.take(!more);
+      encodeMs += performance.now() - t0;
+      yield* ready;
+      if (!more) break;
+    }
+    // The planner and this parser read records the same way; a different count means the source
+    // changed under the load (nothing is committed: the transaction rolls back).
+    if (encoder.counts.rowsIn !== item.records) throw new Error(`chunk ${item.chunkNo}: found ${encoder.counts.rowsIn} records where the plan has ${item.records}; the source changed`);
+  }
 
-  counts.cleanMs = Math.round(performance.now() - began);
-  const writing = performance.now();
   const table = stageTable(item.loadId);
   const columns = ['_chunk', '_line', ...compiled.targetColumns.map((c) => c.name)].map(quoted).join(', ');
   const client = await pool.connect();
@@ -141,32 +106,35 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
   try {
     await client.query('BEGIN');
     // A run that comes after the fan-in checked the load (a late duplicate of a chunk whose
-    // outcome was already counted) must not touch staging: the checks were made on it.
-    const state = await client.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1 FOR SHARE', [item.loadId]);
-    if (state.rows[0]?.status !== 'loading') {
+    // outcome was already counted) must not touch staging: the checks were made on it. The
+    // load's row is shared-locked against the fan-in, the chunk's row locked against a twin run.
+    const { rows } = await client.query<{ status: string; runs: number | null }>(
+      `SELECT l.status, c.runs FROM etl_load l JOIN etl_chunk c ON c.load_id = l.id AND c.chunk_no = $2
+        WHERE l.id = $1 FOR SHARE OF l FOR UPDATE OF c`,
+      [item.loadId, item.chunkNo],
+    );
+    const status = rows[0]?.status ?? (await client.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1', [item.loadId])).rows[0]?.status;
+    if (status !== 'loading') {
       await client.query('ROLLBACK');
-      return { ...counts, skipped: true };
+      return { ...encoder.counts, skipped: true };
     }
-    const { rows } = await client.query<{ runs: number }>('SELECT runs FROM etl_chunk WHERE load_id = $1 AND chunk_no = $2 FOR UPDATE', [item.loadId, item.chunkNo]);
     if (!rows[0]) throw new Error(`chunk ${item.chunkNo} of load ${item.loadId} is not planned`);
-    if (rows[0].runs > 0) {
+    if (rows[0].runs! > 0) {
       await client.query(`DELETE FROM ${table} WHERE _chunk = $1`, [item.chunkNo]);
       await client.query('DELETE FROM etl_reject WHERE load_id = $1 AND chunk_no = $2', [item.loadId, item.chunkNo]);
     }
-    const stagePieces = stage.done();
-    if (stagePieces.length > 0) await pipeline(Readable.from(stagePieces), client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN`)));
-    const rejectPieces = rejects.done();
-    if (rejectPieces.length > 0) {
-      await pipeline(Readable.from(rejectPieces), client.query(copyFrom('COPY etl_reject (load_id, chunk_no, line, column_name, reason, message, raw) FROM STDIN')));
+    await pipeline(Readable.from(blocks()), client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN`)));
+    const rejectBlocks = encoder.rejects.take(true);
+    if (rejectBlocks.length > 0) {
+      await pipeline(Readable.from(rejectBlocks), client.query(copyFrom('COPY etl_reject (load_id, chunk_no, line, column_name, reason, message, raw) FROM STDIN')));
     }
-    const filledIndices = filled.flatMap((f, i) => (f ? [i] : []));
+    const counts = encoder.counts;
     await client.query(
       `UPDATE etl_chunk SET rows_in = $3, clean = $4, rejected = $5, blank = $6, filled = $7, runs = runs + 1, loaded_at = now()
         WHERE load_id = $1 AND chunk_no = $2`,
-      [item.loadId, item.chunkNo, counts.rowsIn, counts.clean, counts.rejected, counts.blank, filledIndices],
+      [item.loadId, item.chunkNo, counts.rowsIn, counts.clean, counts.rejected, counts.blank, encoder.filled],
     );
     await client.query('COMMIT');
-    counts.writeMs = Math.round(performance.now() - writing);
   } catch (error) {
     // A failed ROLLBACK leaves the connection in doubt: it is closed, not reused.
     await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
@@ -174,5 +142,5 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
   } finally {
     client.release(broken);
   }
-  return counts;
+  return { ...encoder.counts, readMs: Math.round(readMs), encodeMs: Math.round(encodeMs), totalMs: Math.round(performance.now() - began) };
 }

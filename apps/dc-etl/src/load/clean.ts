@@ -20,7 +20,7 @@ const show = (text: string) => JSON.stringify(text.length > 60 ? `${text.slice(0
 // A value that failed to parse: rules that read it are not evaluated.
 const FAILED = Symbol('failed');
 
-interface ColumnReader {
+export interface ColumnReader {
   column: CompiledColumn;
   /** Where the column's value (and its unit column's) goes in the row. */
   slot: number;
@@ -66,6 +66,11 @@ export class RowCleaner {
     return this.#width;
   }
 
+  /** The source columns each spec column reads, its target slots (for the chunk encoder). */
+  get readers(): readonly ColumnReader[] {
+    return this.#readers;
+  }
+
   clean(fields: readonly string[]): CleanResult {
     if (fields.length !== this.#width) {
       return { values: null, problems: [{ column: null, reason: 'field_count', message: `expected ${this.#width} fields (the header's), found ${fields.length}` }] };
@@ -76,32 +81,50 @@ export class RowCleaner {
       const problem = this.#read(reader, fields, values);
       if (problem) (problems ??= []).push(problem);
     }
-    const rules = this.#spec.rules;
-    if (rules.length > 0) {
-      // One variables object, refilled per row: rules read it while they run and keep nothing.
-      const variables = this.#variables;
-      for (let i = 0; i < values.length; i++) variables[this.#names[i]!] = values[i];
-      for (let k = 0; k < rules.length; k++) {
-        const r = rules[k]!;
-        const slots = this.#ruleSlots[k]!;
-        let skip = false;
-        for (const slot of slots) if (values[slot] === FAILED) skip = true;
-        if (skip) continue;
-        let outcome: boolean;
-        try {
-          outcome = r.rule.test(variables);
-        } catch (error) {
-          // A null makes most conditions undefined (null > 100): the rule does not apply, as a
-          // SQL CHECK passes on NULL. Other errors are the rule's own and reject the row.
-          if (error instanceof RuleEvaluationError && slots.some((slot) => values[slot] === null)) continue;
-          (problems ??= []).push({ column: r.column, reason: `rule:${r.id}`, message: `rule ${r.id} could not be evaluated: ${(error as Error).message}` });
-          continue;
-        }
-        if (outcome === r.rejectWhen) (problems ??= []).push({ column: r.column, reason: `rule:${r.id}`, message: r.message });
-      }
-    }
+    problems = this.ruleProblems(values, problems);
     if (problems) return { values: null, problems };
     return { values, problems: null };
+  }
+
+  /**
+   * Reads one spec column (by its index in the spec) into `values`: its slot, and its unit
+   * column's. `fields` needs only the source fields that column reads.
+   */
+  readColumn(index: number, fields: readonly string[], values: unknown[]): Problem | null {
+    return this.#read(this.#readers[index]!, fields, values);
+  }
+
+  /** Evaluates the rules on a row's typed values; adds what they reject to `problems`. */
+  ruleProblems(values: readonly unknown[], problems: Problem[] | null): Problem[] | null {
+    const rules = this.#spec.rules;
+    if (rules.length === 0) return problems;
+    // One variables object, refilled per row with what the rules read: they keep nothing.
+    const variables = this.#variables;
+    for (const slots of this.#ruleSlots) for (const slot of slots) variables[this.#names[slot]!] = values[slot];
+    for (let k = 0; k < rules.length; k++) {
+      const r = rules[k]!;
+      const slots = this.#ruleSlots[k]!;
+      let skip = false;
+      for (const slot of slots) if (values[slot] === FAILED) skip = true;
+      if (skip) continue;
+      let outcome: boolean;
+      try {
+        outcome = r.rule.test(variables);
+      } catch (error) {
+        // A null makes most conditions undefined (null > 100): the rule does not apply, as a
+        // SQL CHECK passes on NULL. Other errors are the rule's own and reject the row.
+        if (error instanceof RuleEvaluationError && slots.some((slot) => values[slot] === null)) continue;
+        (problems ??= []).push({ column: r.column, reason: `rule:${r.id}`, message: `rule ${r.id} could not be evaluated: ${(error as Error).message}` });
+        continue;
+      }
+      if (outcome === r.rejectWhen) (problems ??= []).push({ column: r.column, reason: `rule:${r.id}`, message: r.message });
+    }
+    return problems;
+  }
+
+  /** The target slots the rules read (their values must be typed). */
+  get ruleSlots(): ReadonlySet<number> {
+    return new Set(this.#ruleSlots.flat());
   }
 
   #read(reader: ColumnReader, fields: readonly string[], values: unknown[]): Problem | null {

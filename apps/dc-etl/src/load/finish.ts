@@ -1,10 +1,11 @@
 import type { FinishedTask } from '@fanout/core';
 import type pg from 'pg';
-import { compileSpec, parseSpec, type CompiledSpec } from '../spec/compile.ts';
+import { compileSpec, parseSpec } from '../spec/compile.ts';
 import type { PreparedSource } from './context.ts';
+import { markDuplicates } from './dedupe.ts';
 import { computeProfile } from './profile.ts';
 import { publishInTransaction, publishLoad } from './publish.ts';
-import { quoted, stageTable } from './tables.ts';
+import { stageTable } from './tables.ts';
 
 /** What a load's manifest records: what came in, what went where, from which file and spec. */
 export interface Manifest {
@@ -33,6 +34,8 @@ export interface Manifest {
   thresholds: { maxRejectRate: number | null; maxRejects: number | null };
   published: number | null;
   publishedAt: string | null;
+  /** Where the fan-in's time went, in milliseconds (the publish adds `publishMs`). */
+  timings: { checkMs: number; dedupeMs: number; profileMs: number; publishMs?: number };
 }
 
 async function fail(pool: pg.Pool, loadId: string, error: string, manifest: Manifest | null): Promise<void> {
@@ -71,6 +74,7 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
   }
   const compiled = compileSpec(parseSpec(load.text));
   const source = load.source;
+  const began = performance.now();
   const table = stageTable(task.id);
   const totals = (
     await pool.query<{ rows_in: string; clean: string; rejected: string; blank: string; filled: number[] | null }>(
@@ -97,7 +101,10 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
       await client.query('ROLLBACK');
       return;
     }
+    const checkMs = Math.round(performance.now() - began);
+    const dedupeStart = performance.now();
     const dup = compiled.spec.dedupe ? await markDuplicates(client, task.id, compiled) : { duplicates: 0, groups: 0 };
+    const dedupeMs = Math.round(performance.now() - dedupeStart);
     const rejected = Number(totals.rejected);
     const rowsIn = Number(totals.rows_in);
     const blank = Number(totals.blank);
@@ -124,12 +131,15 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
       thresholds: { maxRejectRate: compiled.spec.thresholds.maxRejectRate ?? null, maxRejects: compiled.spec.thresholds.maxRejects ?? null },
       published: null,
       publishedAt: null,
+      timings: { checkMs, dedupeMs, profileMs: 0 },
     };
     const over = thresholdBreach(manifest);
     if (over) {
       await client.query(`UPDATE etl_load SET status = 'failed', error = $2, manifest = $3, checked_at = now() WHERE id = $1`, [task.id, `${over}; nothing was published`, JSON.stringify(manifest)]);
     } else {
+      const profileStart = performance.now();
       await computeProfile(client, task.id, compiled);
+      manifest.timings.profileMs = Math.round(performance.now() - profileStart);
       await client.query(`UPDATE etl_load SET status = 'ready', manifest = $2, checked_at = now() WHERE id = $1`, [task.id, JSON.stringify(manifest)]);
       // Published with the checks in one transaction: a load is never seen ready on its way.
       if (compiled.spec.publish.auto) await publishInTransaction(client, task.id, { onlyIfReady: true });
@@ -150,30 +160,4 @@ function thresholdBreach(m: Manifest): string | null {
     return `${(m.rejectRate * 100).toFixed(2)}% of the rows were rejected (${m.rejected} of ${m.rowsIn - m.blank}), over the limit of ${(maxRejectRate * 100).toFixed(2)}% (thresholds.maxRejectRate)`;
   }
   return null;
-}
-
-/**
- * Marks every row but the first of each dedupe key group (by the spec's order, then source line)
- * and records the groups. NULLs in a key compare equal, as in GROUP BY.
- */
-async function markDuplicates(client: pg.PoolClient, loadId: string, compiled: CompiledSpec): Promise<{ duplicates: number; groups: number }> {
-  const dedupe = compiled.spec.dedupe!;
-  const table = stageTable(loadId);
-  const key = dedupe.key.map(quoted).join(', ');
-  const order = [...dedupe.order.map((o) => `${quoted(o.column)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`), '_line'].join(', ');
-  await client.query(`UPDATE ${table} SET _dup = false WHERE _dup`);
-  const marked = await client.query(
-    `UPDATE ${table} s SET _dup = true
-       FROM (SELECT ctid AS rid, row_number() OVER (PARTITION BY ${key} ORDER BY ${order}) AS rn FROM ${table}) r
-      WHERE s.ctid = r.rid AND r.rn > 1`,
-  );
-  await client.query('DELETE FROM etl_duplicate WHERE load_id = $1', [loadId]);
-  const groups = await client.query(
-    `INSERT INTO etl_duplicate (load_id, group_no, key, kept_line, dropped_lines)
-     SELECT $1, row_number() OVER (ORDER BY min(_line)), jsonb_build_array(${key}),
-            min(_line) FILTER (WHERE NOT _dup), array_agg(_line ORDER BY _line) FILTER (WHERE _dup)
-       FROM ${table} GROUP BY ${key} HAVING count(*) > 1`,
-    [loadId],
-  );
-  return { duplicates: marked.rowCount ?? 0, groups: groups.rowCount ?? 0 };
 }

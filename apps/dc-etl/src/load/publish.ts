@@ -34,6 +34,7 @@ export async function publishLoad(pool: pg.Pool, loadId: string, options: { only
 
 /** The publish, inside a transaction the caller holds (the fan-in checks and publishes in one). */
 export async function publishInTransaction(client: pg.PoolClient, loadId: string, options: { onlyIfReady?: boolean } = {}): Promise<{ status: string; published: number }> {
+  const began = performance.now();
   {
     const { rows } = await client.query<{ status: string; tenant: string; text: string; manifest: { published?: number } | null }>(
       `SELECT l.status, l.tenant, s.text, l.manifest FROM etl_load l JOIN etl_spec s ON s.id = l.spec_id WHERE l.id = $1 FOR UPDATE OF l`,
@@ -71,14 +72,16 @@ export async function publishInTransaction(client: pg.PoolClient, loadId: string
       await client.query(`TRUNCATE ${table}`);
     }
     const names = columns.map((c) => quoted(c.name)).join(', ');
-    const inserted = await client.query(`INSERT INTO ${table} (_load_id, _line, ${names}) SELECT $1, _line, ${names} FROM ${stageTable(loadId)} WHERE NOT _dup ORDER BY _line`, [loadId]);
+    const inserted = await client.query(`INSERT INTO ${table} (_load_id, _line, ${names}) SELECT $1, _line, ${names} FROM ${stageTable(loadId)} WHERE NOT _dup`, [loadId]);
     const published = inserted.rowCount ?? 0;
     await client.query('UPDATE etl_target SET load_id = $3, published_at = now() WHERE tenant = $1 AND name = $2', [load.tenant, target, loadId]);
     await client.query(`DROP TABLE ${stageTable(loadId)}`);
     await client.query(
       `UPDATE etl_load SET status = 'published', published_at = now(),
-              manifest = manifest || jsonb_build_object('published', $2::bigint, 'publishedAt', to_jsonb(now())) WHERE id = $1`,
-      [loadId, published],
+              manifest = manifest || jsonb_build_object('published', $2::bigint, 'publishedAt', to_jsonb(now()),
+                                                        'timings', coalesce(manifest->'timings', '{}') || jsonb_build_object('publishMs', $3::int))
+        WHERE id = $1`,
+      [loadId, published, Math.round(performance.now() - began)],
     );
     return { status: 'published', published };
   }

@@ -139,7 +139,11 @@ export function parseRecords(text: string, delimiter: string, quote: string | nu
   }
 }
 
-function parseQuotedRecord(text: string, start: number, d: string, q: string, onRecord: (record: ParsedRecord) => void): number {
+/**
+ * Parses the record that starts at `start` the slow way (quotes, newlines in fields); returns
+ * where the next record starts. `parseRecords` takes this path for lines with a quote.
+ */
+export function parseQuotedRecord(text: string, start: number, d: string, q: string, onRecord: (record: ParsedRecord) => void): number {
   const n = text.length;
   const fields: string[] = [];
   let problem: string | null = null;

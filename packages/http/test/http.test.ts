@@ -123,6 +123,7 @@ describe('shared HTTP layer', () => {
         'id',
         'kind',
         'priority',
+        'purgedAt',
         'round',
         'roundSettledAtStart',
         'roundStartedAt',

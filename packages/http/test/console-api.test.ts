@@ -261,10 +261,10 @@ describe('console API', () => {
     for (const path of ['items', 'counts', 'failures', 'failures.csv', `items/${'00000000-0000-4000-8000-000000000000'}/logs`]) {
       const res = await call('GET', `/tasks/${id}/${path}`);
       expect(res.status, path).toBe(410);
-      expect((await res.json()).error).toMatchObject({ code: 'purged', message: expect.stringContaining('retention') });
+      expect((await json(res)).error).toMatchObject({ code: 'purged', message: expect.stringContaining('retention') });
     }
     const retry = await call('POST', `/tasks/${id}/retry-failed`, { body: {} });
     expect(retry.status).toBe(409);
-    expect((await retry.json()).error.message).toContain('retention');
+    expect((await json(retry)).error.message).toContain('retention');
   });
 });

@@ -41,7 +41,8 @@ describe('delivery and retries', () => {
   it('jobs that arrive while every item runs take nothing: each item runs once', async () => {
     await using t = await testApp();
     const workers = await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });
-    const task = await t.app.fanout.submit('test_batch', { count: 10, item: { sleepMs: 2000 } });
+    // Items long enough that the extra jobs are all taken while they run, on a loaded machine too.
+    const task = await t.app.fanout.submit('test_batch', { count: 10, item: { sleepMs: 5000 } });
     await waitFor(async () => (await t.app.fanout.store.itemCounts(task.id)).running === 10, { message: 'every item running' });
     await t.app.fanout.boss.insert('test_batch_items', duplicates(10));
     expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 10, failed: 0 });

@@ -35,7 +35,7 @@ describe('defineFanout', () => {
   it('applies the original defaults and names the queues', () => {
     const def = defineFanout({ name: 'asl_extract', ...base });
     expect(def.managerQueue).toBe('asl_extract_manager');
-    expect(def.childQueue).toBe('asl_extract_child');
+    expect(def.childQueue).toBe('asl_extract_items');
     expect(def.resolved.manager).toMatchObject({ retryLimit: 2, expireInSeconds: 3600 });
     expect(def.resolved.child).toMatchObject({ retryLimit: 3, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 1800 });
   });

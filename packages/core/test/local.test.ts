@@ -38,6 +38,29 @@ describe('LocalLimit', () => {
     limit.release();
     expect(limit.active).toBe(0);
   });
+
+  it('takes some slots at once, and tells when enough of them are free again', async () => {
+    const limit = new LocalLimit(4);
+    expect(await limit.acquireSome(3)).toBe(3);
+    expect(await limit.acquireSome(3)).toBe(1); // only one was free
+    let resolved = false;
+    const twoFree = limit.whenFree(2).then(() => (resolved = true));
+    limit.release();
+    await new Promise((r) => setImmediate(r));
+    expect(resolved).toBe(false); // one free
+    limit.release();
+    await twoFree;
+    expect(limit.active).toBe(2); // nothing taken by the waiter
+    const allFree = limit.whenFree(99); // more than the limit: all of them
+    limit.release();
+    limit.release();
+    await allFree;
+    await limit.acquireSome(4);
+    const controller = new AbortController();
+    const all = limit.whenFree(4, controller.signal);
+    controller.abort(new Error('stopping'));
+    await expect(all).rejects.toThrow('stopping');
+  });
 });
 
 describe('FanoutEvents', () => {

@@ -30,6 +30,10 @@ export const taskViewSchema = z.object({
   completedAt: iso.nullable(),
   deadlineAt: iso.nullable(),
   archivedAt: iso.nullable(),
+  /** When retention deleted the task's items and logs (null: they are there). */
+  purgedAt: iso.nullable(),
+  /** Among its tenant's running tasks, higher is served first. */
+  priority: z.number().int(),
 });
 export type TaskView = z.infer<typeof taskViewSchema>;
 
@@ -87,6 +91,8 @@ export const submitOptionsSchema = z
     maxFailures: z.number({ error: MAX_FAILURES_RULE }).int({ error: MAX_FAILURES_RULE }).min(0, { error: MAX_FAILURES_RULE }).max(MAX_FAILURES_LIMIT, { error: MAX_FAILURES_RULE }).nullable().optional(),
     maxFailureRatio: z.number().min(0).max(1).nullable().optional(),
     deadlineMs,
+    /** Among the tenant's running tasks, higher is served first (-100 to 100). */
+    priority: z.number({ error: 'must be an integer from -100 to 100' }).int({ error: 'must be an integer from -100 to 100' }).min(-100, { error: 'must be an integer from -100 to 100' }).max(100, { error: 'must be an integer from -100 to 100' }).optional(),
   })
   .strict();
 

@@ -25,6 +25,8 @@ export function taskView(task: TaskRecord): TaskView {
     completedAt: iso(task.completedAt),
     deadlineAt: iso(task.deadlineAt),
     archivedAt: iso(task.archivedAt),
+    purgedAt: iso(task.purgedAt),
+    priority: task.priority,
   };
 }
 

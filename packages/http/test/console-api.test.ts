@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { broadcastRuntimeEvents, collectEventStream, TaskEventPublisher, TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +42,11 @@ const call = (method: string, path: string, options: { token?: string; body?: un
     ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
   });
 const json = async (res: Response | Promise<Response>): Promise<Json> => (await res).json();
+const pgClient = async (url: string) => {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return Object.assign(client, { [Symbol.asyncDispose]: () => client.end() });
+};
 
 async function submit(input: object, token = 'token-a'): Promise<string> {
   const res = await call('POST', '/tasks', { token, body: { input } });
@@ -229,9 +235,36 @@ describe('console API', () => {
       const o = await json(call('GET', '/ops', { token: 'token-ops' }));
       return o.series.reduce((n: number, p: Json) => n + p.settled, 0) >= 40 ? o : null;
     }, { message: 'throughput reported', timeoutMs: 20_000 });
-    expect(ops.queues.map((q: Json) => q.name)).toEqual(['test_batch_manager', 'test_batch_child']);
+    expect(ops.queues.map((q: Json) => q.name)).toEqual(['test_batch_manager', 'test_batch_items']);
     expect(ops.workers).toEqual([expect.objectContaining({ role: 'worker', pid: process.pid, alive: true, concurrency: 20 })]);
     expect(ops.series.at(-1)).toMatchObject({ p50Ms: expect.any(Number), p95Ms: expect.any(Number) });
     expect(ops.recoveries).toEqual({ lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0, deadLettered: 0 });
+  });
+  it('a task whose items retention deleted keeps its row and counts; its items, counts, logs and failures answer 410', async () => {
+    const id = await submit({ count: 3, every: 3, special: { permanent: true } });
+    const done = await ended(id);
+    expect(done).toMatchObject({ status: 'completed', succeeded: 2, failed: 1, purgedAt: null });
+    await using db = await pgClient(t.db.url);
+    const state = async () => (await db.query('SELECT status, round, announced_round, fanin_round FROM fanout_task WHERE id = $1', [id])).rows[0];
+    await waitFor(async () => {
+      const row = await state();
+      return row.announced_round >= row.round && row.fanin_round >= row.round;
+    }, { timeoutMs: 20_000, message: 'announced and fanned in', describe: async () => JSON.stringify(await state()) });
+    // As if it had finished two days ago.
+    await db.query(`UPDATE fanout_task SET completed_at = now() - interval '2 days' WHERE id = $1`, [id]);
+    let purge;
+    do purge = await t.app.fanout.store.purgeFinished!(86_400_000, 1000, ['test_batch']);
+    while (purge.taskId !== null && purge.taskId !== id);
+    expect(purge).toMatchObject({ taskId: id, purged: true });
+    const task = await json(call('GET', `/tasks/${id}`));
+    expect(task).toMatchObject({ status: 'completed', total: 3, succeeded: 2, failed: 1, purgedAt: expect.any(String) });
+    for (const path of ['items', 'counts', 'failures', 'failures.csv', `items/${'00000000-0000-4000-8000-000000000000'}/logs`]) {
+      const res = await call('GET', `/tasks/${id}/${path}`);
+      expect(res.status, path).toBe(410);
+      expect((await json(res)).error).toMatchObject({ code: 'purged', message: expect.stringContaining('retention') });
+    }
+    const retry = await call('POST', `/tasks/${id}/retry-failed`, { body: {} });
+    expect(retry.status).toBe(409);
+    expect((await json(retry)).error.message).toContain('retention');
   });
 });

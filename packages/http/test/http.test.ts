@@ -122,6 +122,8 @@ describe('shared HTTP layer', () => {
         'failed',
         'id',
         'kind',
+        'priority',
+        'purgedAt',
         'round',
         'roundSettledAtStart',
         'roundStartedAt',

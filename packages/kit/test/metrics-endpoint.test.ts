@@ -43,7 +43,8 @@ describe("an app's processes serve their metrics for Prometheus", () => {
     expect(delta('worker', 'fanout_item_duration_count', { fanout_definition: 'kit_flaky' })).toBe(20);
     expect(delta('worker', 'fanout_item_queue_wait_count', { fanout_definition: 'kit_flaky' })).toBe(21);
     // pg-boss's own metrics, and the task gauges read from the database, in the same scrape.
-    expect(delta('worker', 'messaging_client_consumed_messages_total')).toBeGreaterThanOrEqual(21);
+    // (The manager's job, and the jobs of the child queue that took the items: a few, not one per item.)
+    expect(delta('worker', 'messaging_client_consumed_messages_total')).toBeGreaterThanOrEqual(2);
     expect(total(after.api, 'fanout_tasks_active', { fanout_definition: 'kit_flaky', fanout_task_status: 'running' })).toBe(0);
     // Nothing but GET /metrics there.
     expect((await fetch(urls.api.replace('/metrics', '/other'))).status).toBe(404);

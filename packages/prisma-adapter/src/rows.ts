@@ -30,6 +30,8 @@ export interface TaskRow {
   round_settled_at_start: number;
   idempotency_key: string | null;
   request_hash: string | null;
+  priority: number;
+  purged_at: Date | null;
 }
 
 export interface ItemRow {
@@ -92,6 +94,8 @@ export function toTask(row: TaskRow): TaskRecord {
     archivedAt: row.archived_at,
     roundStartedAt: row.round_started_at,
     roundSettledAtStart: row.round_settled_at_start,
+    priority: row.priority,
+    purgedAt: row.purged_at,
   };
 }
 

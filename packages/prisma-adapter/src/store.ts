@@ -1,7 +1,9 @@
 import {
   FanoutError,
   type ClaimResult,
-  type EnqueueItems,
+  type EnqueueWork,
+  type ClaimNextQuery,
+  type ClaimNextResult,
   type EnqueueTask,
   type FanoutStore,
   type InsertItemsResult,
@@ -33,6 +35,7 @@ import {
   type WorkerRecord,
   type MetricPoint,
   type SlotUsage,
+  type PurgeResult,
 } from '@fanout/core';
 import { assertFanoutSchema } from './migrations/check.ts';
 import { toCounts } from './rows.ts';
@@ -50,6 +53,7 @@ import * as logs from './sql/logs.ts';
 import * as operations from './sql/operations.ts';
 import * as maintenance from './sql/maintenance.ts';
 import * as reads from './sql/reads.ts';
+import * as retention from './sql/retention.ts';
 import * as settle from './sql/settle.ts';
 
 export interface PrismaFanoutStoreOptions {
@@ -125,12 +129,12 @@ export class PrismaFanoutStore implements FanoutStore {
 
   // -- manager ---------------------------------------------------------------------------------
 
-  async startDispatch(taskId: string): Promise<TaskRecord | null> {
+  async startDispatch(taskId: string, trace?: Record<string, string> | null): Promise<TaskRecord | null> {
     if (!isUuid(taskId)) return null;
-    return (await dispatch.startDispatch(this.#db, taskId)) ?? this.getTask(taskId);
+    return (await dispatch.startDispatch(this.#db, taskId, trace ?? null)) ?? this.getTask(taskId);
   }
 
-  async insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult> {
+  async insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueWork): Promise<InsertItemsResult> {
     if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
     try {
       return await this.#transaction((tx) => dispatch.insertItemPage(tx, taskId, items, enqueue));
@@ -155,6 +159,24 @@ export class PrismaFanoutStore implements FanoutStore {
     return { claimed, skipped: itemIds.filter((id) => !claimedIds.has(id)) };
   }
 
+  async claimNext(query: ClaimNextQuery): Promise<ClaimNextResult> {
+    const limit = Math.max(0, Math.floor(query.limit));
+    if (query.maxInFlight === undefined || query.maxInFlight === null) {
+      return retryOnConflict(() => claim.claimNext(this.#db, query, limit));
+    }
+    // A quota is exact: claims of one kind and tenant count and take under one advisory lock.
+    const quota = query.maxInFlight;
+    return retryOnConflict(() =>
+      this.#transaction(async (tx) => {
+        // (`void` is not a type the driver adapter reads, hence the constant column.)
+        await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`fanout-quota:${query.kind}:${query.tenant ?? ''}`}::text, 0))`;
+        const room = Math.min(limit, quota - (await claim.runningOfTenant(tx, query.kind, query.tenant)));
+        if (room <= 0) return { claimed: [], taskId: null, atQuota: true };
+        return claim.claimNext(tx, query, room);
+      }),
+    );
+  }
+
   async renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
     if (held.length === 0) return [];
     return claim.renewLeases(this.#db, held, leaseMs);
@@ -165,7 +187,7 @@ export class PrismaFanoutStore implements FanoutStore {
     return retryOnConflict(() => settle.settleAndIncrement(this.#db, outcomes));
   }
 
-  async releaseItems(releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {
+  async releaseItems(releases: readonly Release[], enqueue: EnqueueWork): Promise<string[]> {
     if (releases.length === 0) return [];
     return this.#transaction((tx) => claim.releaseClaims(tx, releases, enqueue));
   }
@@ -183,7 +205,7 @@ export class PrismaFanoutStore implements FanoutStore {
     return retryOnConflict(() => this.#transaction((tx) => controls.stopTask(tx, taskId, reason, error)));
   }
 
-  async retryFailed(taskId: string, enqueue: EnqueueItems, options: RetryFailedOptions = {}): Promise<RetryFailedResult> {
+  async retryFailed(taskId: string, enqueue: EnqueueWork, options: RetryFailedOptions = {}): Promise<RetryFailedResult> {
     if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
     const bad = options.itemIds?.find((id) => !isUuid(id));
     if (bad !== undefined) throw new FanoutError('not_found', `item ${bad} does not exist`, { field: 'itemId' });
@@ -258,7 +280,16 @@ export class PrismaFanoutStore implements FanoutStore {
 
   // -- maintenance -----------------------------------------------------------------------------
 
-  async recoverLapsedItems(limit: number, enqueue: EnqueueItems): Promise<RecoverResult> {
+  async pendingWork(taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }> {
+    if (!isUuid(taskId)) return { now: false, nextRetryAt: null };
+    return maintenance.pendingWork(this.#db, taskId);
+  }
+
+  async refreshStatistics(): Promise<void> {
+    await this.#db.$queryRaw`ANALYZE "fanout_item"`;
+  }
+
+  async recoverLapsedItems(limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {
     return retryOnConflict(() => this.#transaction((tx) => maintenance.recoverLapsedItems(tx, limit, enqueue)));
   }
 
@@ -269,6 +300,10 @@ export class PrismaFanoutStore implements FanoutStore {
   async reconcile(taskId: string): Promise<ReconcileResult | null> {
     if (!isUuid(taskId)) return null;
     return this.#transaction((tx) => maintenance.reconcileTask(tx, taskId));
+  }
+
+  async purgeFinished(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult> {
+    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, fanInKinds));
   }
 
   async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {

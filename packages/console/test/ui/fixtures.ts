@@ -21,6 +21,8 @@ export function task(over: Partial<TaskView> = {}): TaskView {
     completedAt: null,
     deadlineAt: null,
     archivedAt: null,
+    purgedAt: null,
+    priority: 0,
     ...over,
   };
 }

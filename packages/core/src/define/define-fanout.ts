@@ -104,7 +104,7 @@ export interface FanoutOptions {
 export type FinishedTask = TaskRecord;
 
 export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSchema extends z.ZodType, TResult> {
-  /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_child`. */
+  /** `[a-z0-9_]`; the queues are `<name>_manager` and `<name>_items`. */
   name: string;
   /** The task input; `submit()` validates against it. */
   input: TInputSchema;
@@ -211,7 +211,8 @@ export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends
   return {
     ...definition,
     managerQueue: `${definition.name}_manager`,
-    childQueue: `${definition.name}_child`,
+    // The scheduler's jobs (before the scheduler, `<name>_child` held one job per item).
+    childQueue: `${definition.name}_items`,
     deadLetterQueue: `${definition.name}_child_dead`,
     resolved,
   };

@@ -8,6 +8,7 @@ export class LocalLimit {
   readonly limit: number;
   #active = 0;
   readonly #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; signal: AbortSignal | undefined; onAbort: () => void }> = [];
+  readonly #roomWaiters = new Set<{ count: number; resolve: () => void }>();
 
   constructor(limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit: must be an integer >= 1, got ${limit}`);
@@ -44,6 +45,42 @@ export class LocalLimit {
     });
   }
 
+  /**
+   * Waits for one slot (FIFO, like `acquire`), then takes as many more as are free at once, up to
+   * `max` in all; resolves with how many it holds (release each).
+   */
+  async acquireSome(max: number, signal?: AbortSignal): Promise<number> {
+    await this.acquire(signal);
+    let held = 1;
+    while (held < max && this.#active < this.limit && this.#waiters.length === 0) {
+      this.#active++;
+      held++;
+    }
+    return held;
+  }
+
+  /** Resolves once `count` slots (at most the limit) are free at once, without taking them. */
+  whenFree(count = 1, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const needed = Math.min(Math.max(1, count), this.limit);
+    if (this.limit - this.#active >= needed) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#roomWaiters.delete(waiter);
+        reject(abortError(signal!));
+      };
+      const waiter = {
+        count: needed,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#roomWaiters.add(waiter);
+    });
+  }
+
   release(): void {
     const next = this.#waiters.shift();
     if (next) {
@@ -51,6 +88,12 @@ export class LocalLimit {
       next.resolve(); // the slot passes straight to the next waiter
     } else {
       this.#active--;
+      const free = this.limit - this.#active;
+      for (const waiter of this.#roomWaiters) {
+        if (free < waiter.count) continue;
+        this.#roomWaiters.delete(waiter);
+        waiter.resolve();
+      }
     }
   }
 

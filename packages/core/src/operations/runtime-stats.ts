@@ -17,9 +17,13 @@ export interface LimitStats {
 
 /** What the maintenance loop repaired, since the process started. */
 export interface RecoveryCounts {
+  /** Items whose lease lapsed, given again. */
   lapsedRequeued: number;
+  /** Items whose lease lapsed on their last attempt, failed. */
   lapsedFailed: number;
+  /** Quiet running tasks with items to run and no job to take them, given jobs again. */
   orphansRequeued: number;
+  /** Tasks whose counters disagreed with their items, repaired. */
   countersRepaired: number;
 }
 

@@ -11,12 +11,11 @@ import type { RuntimeContext } from './context.ts';
 import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
 import { childLogger, errorFields, itemFields, redact, redactText } from './logger.ts';
 import { GroupCommit } from './group-commit.ts';
-import type { ItemTelemetry, JobTraceFields } from '../telemetry/tracing.ts';
+import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 
-export interface ChildJobData extends JobTraceFields {
-  taskId: string;
-  itemId: string;
-}
+/** How long a job of a tenant at its in-flight quota waits before it looks again. */
+const QUOTA_RECHECK_MS = 500;
+import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
 
 /**
  * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond
@@ -40,24 +39,31 @@ export function retryDelayMs(definition: AnyFanoutDefinition, attempt: number, r
 }
 
 /**
- * Works child jobs: claims their items in one statement, runs the handlers under the process's
- * concurrency limit, and settles outcomes through the group-commit buffer. The pg-boss job is
- * only the delivery; the item row decides what happens, so a duplicate delivery finds the item
- * claimed or settled and does nothing.
+ * Works the child queue's jobs (see scheduler.ts): each claims the next items of its tenant's
+ * tasks in one statement, as many as this process has room for, queues its successor, and
+ * starts the handlers under the process's concurrency limit; outcomes are settled through the
+ * group-commit buffer. The job is only the delivery: the item rows decide what runs, so a job
+ * delivered twice claims other items (or none) and nothing runs twice.
  */
 export class ChildRunner {
   readonly #ctx: RuntimeContext;
+  readonly #scheduling: SchedulingSettings;
+  readonly #enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>;
   readonly #limit: LocalLimit;
   readonly #leases: LeaseKeeper;
   /** Outcomes, group-committed: one settle statement per batch. */
   readonly #settles: GroupCommit<Outcome>;
   /** Transient failures handed back for a later attempt, group-committed too. */
   readonly #releases: GroupCommit<Release>;
+  /** Items whose handler runs. */
+  readonly #running = new Set<Promise<void>>();
   /** Items that have run and whose outcome (or release) is not stored yet. */
   readonly #recording = new Set<Promise<void>>();
 
-  constructor(ctx: RuntimeContext) {
+  constructor(ctx: RuntimeContext, scheduling: SchedulingSettings, enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>) {
     this.#ctx = ctx;
+    this.#scheduling = scheduling;
+    this.#enqueueTickets = enqueueTickets;
     this.#limit = new LocalLimit(ctx.settings.concurrency);
     this.#leases = new LeaseKeeper(ctx.store, {
       leaseMs: ctx.settings.leaseMs,
@@ -82,7 +88,7 @@ export class ChildRunner {
       maxFlushes: 2,
     });
     this.#releases = new GroupCommit<Release>({
-      commit: async (releases) => new Set(await ctx.store.releaseItems(releases, ctx.enqueueChildren)),
+      commit: async (releases) => new Set(await ctx.store.releaseItems(releases, ctx.enqueueWork)),
       key: (release) => release.itemId,
       maxBatch: 100,
       maxFlushes: 1,
@@ -91,39 +97,76 @@ export class ChildRunner {
     ctx.shutdown.addEventListener('abort', () => this.#leases.abortAll('shutdown'), { once: true });
   }
 
-  /** Resolves once every outcome and release of this process is stored (or has failed). */
+  /** Resolves once every handler of this process has run and its outcome (or release) is stored (or has failed). */
   async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     while (this.#recording.size > 0) await Promise.allSettled([...this.#recording]);
     await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain()]);
     this.#leases.stop();
   }
 
   /**
-   * Resolves once every claimed item has run and its outcome waits in the group commit (or its
-   * retry is being scheduled); pg-boss then completes the whole batch and fetches the next one
-   * while the outcomes are stored. The job is only the delivery: until its outcome is stored an
-   * item keeps its claim, with its lease renewed, and if this process dies first the lease lapses
-   * and the maintenance loop gives the item again. Jobs whose item was not claimable (settled,
-   * held by a live claim, task stopped) are done too: the item row, not the job, carries the work.
+   * Works one job of the child queue: waits for room for at least one item, claims the next items
+   * of the job's tenant (up to the room and `batchSize`), queues the job's successor when there
+   * was something to claim, and starts the handlers. Resolves once this process has room again
+   * (so its fetch loop takes a job only when it can run its items) and the outcomes waiting to be
+   * stored stay within one process's worth; the items keep their claims, with their leases
+   * renewed, until their outcomes are stored, and if this process dies first the leases lapse
+   * and the maintenance loop gives the items again.
    */
-  async handleBatch(definition: AnyFanoutDefinition, jobs: Job<ChildJobData>[]): Promise<void> {
-    const jobByItem = new Map<string, Job<ChildJobData>>();
-    for (const job of jobs) if (!jobByItem.has(job.data.itemId)) jobByItem.set(job.data.itemId, job);
-    const token = randomUUID();
-    const claiming = this.#ctx.telemetry.claimStarted(jobByItem.size);
-    const { claimed } = await this.#ctx.store.claimItems([...jobByItem.keys()], token, this.#ctx.settings.leaseMs);
-    const claim = claiming.ended(claimed.length);
-    await Promise.all(
-      claimed.map((item) => {
-        const job = jobByItem.get(item.itemId)!;
-        return this.#runOne(definition, item, token, job.signal, this.#ctx.telemetry.item(item, job.data, claim));
-      }),
-    );
-    // Fetch more only while the outcomes waiting to be stored stay within one process's worth.
-    while (this.#recording.size > this.#ctx.settings.concurrency) await Promise.race(this.#recording);
+  async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<void> {
+    const ctx = this.#ctx;
+    const ticket = job.data;
+    const room = await this.#limit.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
+    let claimed: ClaimedItem[] = [];
+    let token = '';
+    const claiming = ctx.telemetry.claimStarted(room);
+    let claim: ClaimTiming | null = null;
+    try {
+      token = randomUUID();
+      const result = await ctx.store.claimNext({
+        kind: definition.name,
+        tenant: ticket.tenant,
+        after: ticket.after ?? null,
+        limit: room,
+        token,
+        leaseMs: ctx.settings.leaseMs,
+        maxInFlight: this.#scheduling.maxInFlightPerTenant,
+        maxRunningTasks: this.#scheduling.maxRunningTasksPerTenant,
+      });
+      claimed = result.claimed;
+      claim = claiming.ended(claimed.length);
+      // The chain goes on while there is something to take: items claimed, or a task whose items
+      // a concurrent job locked first (the next job moves on to the next task), or a quota that
+      // will free up. It ends when the tenant has nothing to run now.
+      const successor =
+        claimed.length > 0 || result.taskId !== null
+          ? successorTicket(ticket, claimed[0]?.taskId ?? result.taskId)
+          : result.atQuota
+            ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
+            : null;
+      if (successor) await this.#enqueueTickets(definition.name, [successor]);
+    } finally {
+      for (let i = claimed.length; i < room; i++) this.#limit.release();
+    }
+    for (const item of claimed) this.#runOne(definition, item, token, ctx.telemetry.item(item, { ...(item.trace ? { trace: item.trace } : {}), ...(typeof item.dueAt === 'number' ? { due: item.dueAt } : {}) }, claim!));
+    if (claimed.length === 0) return;
+    // Take the next job only once there is room for a few items (a quarter of the handlers, at
+    // most a batch): a job per freed slot would cost a fetch, a claim and a successor per item.
+    const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil(ctx.settings.concurrency / 4)));
+    await this.#limit.whenFree(enough, ctx.shutdown).catch(() => {});
+    while (this.#recording.size > ctx.settings.concurrency) await Promise.race(this.#recording);
   }
 
-  async #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, jobSignal: AbortSignal, tel: ItemTelemetry): Promise<void> {
+  /** Runs one claimed item in the slot of the concurrency limit reserved for it, then records its outcome. */
+  #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): void {
+    const running: Promise<void> = this.#run(definition, item, token, tel)
+      .catch((error: unknown) => this.#ctx.reportError(error, `running item ${item.itemId}`))
+      .finally(() => this.#running.delete(running));
+    this.#running.add(running);
+  }
+
+  async #run(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): Promise<void> {
     const ctx = this.#ctx;
     const controller = new AbortController();
     let why: AbortWhy | 'expired' | null = null;
@@ -132,8 +175,9 @@ export class ChildRunner {
       why = reason;
       controller.abort(new FanoutError('aborted', `item ${item.itemId} aborted: ${reason}`));
     };
-    const onJobAbort = () => abort('expired');
-    jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    // An attempt may take up to the definition's expiry.
+    const expiry = setTimeout(() => abort('expired'), definition.resolved.child.expireInSeconds * 1000);
+    expiry.unref();
     this.#leases.track(item.itemId, token, item.taskId, abort); // also how a shutdown reaches it
     if (ctx.shutdown.aborted) abort('shutdown');
 
@@ -149,7 +193,6 @@ export class ChildRunner {
     let release: { error: ItemError; delayMs: number; refund?: boolean } | null = null;
     let startedAt: number | null = null;
     try {
-      await this.#limit.acquire(controller.signal);
       startedAt = performance.now();
       ctx.stats.inFlight++;
       try {
@@ -217,7 +260,7 @@ export class ChildRunner {
         ctx.logger.debug('item failed', { ...itemFields(item), code: itemError.code, message: itemError.message, retry: !!release, ...(release ? { delayMs } : {}), ...errorFields(error) });
       }
     } finally {
-      jobSignal.removeEventListener('abort', onJobAbort);
+      clearTimeout(expiry);
     }
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
     // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop

@@ -1,18 +1,21 @@
 import type { PgBoss } from 'pg-boss';
 import type { AnyFanoutDefinition, LimitsAccess } from '../define/define-fanout.ts';
 import type { FanoutEvents } from '../events/events.ts';
-import type { EnqueueItems, FanoutStore, SettleResult, SettledTask, TaskCounts } from '../store/types.ts';
+import type { EnqueueWork, FanoutStore, SettleResult, SettledTask, TaskCounts } from '../store/types.ts';
 import type { RuntimeStats } from '../operations/runtime-stats.ts';
 import type { FanoutTelemetry } from '../telemetry/telemetry.ts';
 import type { ItemLogBuffer } from './item-log-buffer.ts';
 import type { Logger } from './logger.ts';
 
 export interface WorkerSettings {
+  /** Handlers in flight in this process. */
   concurrency: number;
+  /** The most items this process claims at once, in one statement (never more than it has room for). */
   batchSize: number;
   leaseMs: number;
   controlPollMs: number;
   pollingIntervalSeconds: number;
+  /** Manager jobs (dispatches) in flight in this process. */
   managerConcurrency: number;
   /** Lease of a global-limit slot (renewed every third of it while held). */
   limitLeaseMs: number;
@@ -28,8 +31,8 @@ export interface RuntimeContext {
   /** Aborted when the runtime stops. */
   shutdown: AbortSignal;
   definition(kind: string): AnyFanoutDefinition;
-  /** Enqueues child jobs inside a store transaction. */
-  enqueueChildren: EnqueueItems;
+  /** Gives the tenants of tasks that have items to run the jobs that take them, inside a store transaction. */
+  enqueueWork: EnqueueWork;
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
@@ -39,10 +42,10 @@ export interface RuntimeContext {
   reportError(error: unknown, context: string, fields?: Record<string, unknown>): void;
   /** Whether the task's manager job can still run (queued, active, or waiting for a retry). */
   managerAlive(task: TaskCounts): Promise<boolean>;
-  /** Enqueues jobs again for a running task's pending items when none of its jobs is queued. */
-  requeueOrphans(task: TaskCounts): Promise<number>;
-  /** Refreshes the planner statistics of a queue's job table; never throws. */
-  analyzeQueue(queue: string): Promise<void>;
+  /** Tops up the jobs of a quiet running task's tenant when it has pending items; returns whether it had. */
+  requeueOrphans(task: TaskCounts): Promise<boolean>;
+  /** Refreshes the planner statistics of the item table; never throws. */
+  refreshStatistics(): Promise<void>;
   limits: LimitsAccess;
   /** What this process did, for its presence reports. */
   stats: RuntimeStats;

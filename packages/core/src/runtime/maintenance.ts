@@ -15,6 +15,22 @@ export interface MaintenanceSettings {
    * broadcast failed) is announced again by a maintenance pass. @default 30000
    */
   announceGraceMs: number;
+  /**
+   * Retention: the items and item logs of a task that finished this long ago are deleted (in
+   * batches, by the maintenance loop), once its ending was announced and its fan-in ran; the
+   * task row stays, with `purgedAt`. Retry-failed is refused from `retentionMs` minus a margin
+   * (a tenth of it, at most an hour) after the end. null keeps everything. @default null
+   */
+  retentionMs: number | null;
+}
+
+/** Rows deleted by retention per batch, and batches per pass: a pass stays short. */
+const PURGE_BATCH = 2000;
+const PURGE_BATCHES_PER_PASS = 5;
+
+/** How long before the end of its retention a finished task can no longer be retried. */
+export function retentionMargin(retentionMs: number): number {
+  return Math.min(3600_000, Math.floor(retentionMs / 10));
 }
 
 /**
@@ -27,14 +43,15 @@ export interface MaintenanceSettings {
  * - reconcile idle tasks: counters recomputed from item rows, the task finished if all are
  *   settled; a task whose manager job is gone for good is stopped, and stray pending items of a
  *   stopping task are cancelled;
- * - requeue orphaned items: pending items of a quiet running task get jobs again when none is queued;
+ * - requeue orphaned items: a quiet running task with pending items gets its tenant's jobs topped up;
  * - announce missed endings: a task that ended without its ending being delivered gets it again;
- * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run.
+ * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run;
+ * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
   const { store } = ctx;
   for (;;) {
-    const recovered = await store.recoverLapsedItems(500, ctx.enqueueChildren);
+    const recovered = await store.recoverLapsedItems(500, ctx.enqueueWork);
     ctx.stats.recoveries.lapsedRequeued += recovered.requeued;
     ctx.stats.recoveries.lapsedFailed += recovered.failed.settled.length;
     if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {
@@ -65,9 +82,9 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
       if (stopped) ctx.announceTask(stopped.task);
       continue;
     }
-    // A running task that went quiet with pending items but no queued job (jobs dead-lettered
-    // during a database outage, or deleted by hand): give those items jobs again.
-    if (result.task.status === 'running' && result.task.dispatched) ctx.stats.recoveries.orphansRequeued += await ctx.requeueOrphans(result.task);
+    // A running task that went quiet with pending items (its tenant's jobs dead-lettered during a
+    // database outage, lost with a crashed worker, or deleted by hand): top its tenant's jobs up.
+    if (result.task.status === 'running' && result.task.dispatched && (await ctx.requeueOrphans(result.task))) ctx.stats.recoveries.orphansRequeued++;
     // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
     // requeue put back after the stop, so the task can end.
     if (result.task.status === 'stopping') {
@@ -78,6 +95,14 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
 
   await announceMissedEndings(ctx, kinds, settings);
   await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
+
+  if (settings.retentionMs !== null && store.purgeFinished) {
+    for (let batch = 0; batch < PURGE_BATCHES_PER_PASS; batch++) {
+      const purge = await store.purgeFinished(settings.retentionMs, PURGE_BATCH, kinds);
+      if (purge.purged) ctx.logger.info('retention deleted the items of a finished task', { taskId: purge.taskId });
+      if (purge.taskId === null) break;
+    }
+  }
 
   // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
   // (in whichever process) clears them.

@@ -41,14 +41,15 @@ async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, siz
 }
 
 /**
- * The manager: lists the task's items, snapshots them into item rows and enqueues one child job
- * per item, a page per transaction (items and their jobs commit together, so a crash mid-way
- * loses nothing and a retry skips what is already there), then exits. It never waits for the
- * children: the last one to settle finishes the task.
+ * The manager: lists the task's items and snapshots them into item rows, a page per transaction,
+ * each page with the jobs that will take its items (its tenant's window, see scheduler.ts: items
+ * and jobs commit together, so a crash mid-way loses nothing and a retry skips what is already
+ * there), then exits. It never waits for the children: the last one to settle finishes the task.
  */
 export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefinition, job: JobWithMetadata<ManagerJobData>): Promise<void> {
   const { taskId } = job.data;
-  const task = await ctx.store.startDispatch(taskId);
+  // The items are claimed later, anywhere: the dispatch's trace context goes with the task.
+  const task = await ctx.store.startDispatch(taskId, ctx.telemetry.jobFields().trace ?? null);
   if (!task) {
     ctx.logger.warn('manager job for a task that does not exist', { definition: definition.name, taskId });
     return;
@@ -125,10 +126,9 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
   let seq = 0;
   let pageNumber = 0;
   let reachedEnd = false;
-  // A queue table that grew from nothing to many thousand jobs in seconds has planner
-  // statistics from when it was empty, and pg-boss's fetch then costs time in proportion to the
-  // queue (measured: 34 ms per fetch at 100,000 queued jobs, 4.6 ms after ANALYZE). Refresh them
-  // as the dispatch doubles, instead of waiting for autovacuum.
+  // An item table that grew from nothing to many thousand rows in seconds has planner statistics
+  // from when it was empty, and the claims then risk a plan that scans. Refresh them as the
+  // dispatch doubles, instead of waiting for autovacuum.
   let analyzeAt = 5_000;
   try {
     for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
@@ -138,7 +138,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
       // analyzed for nothing.
       if (seq >= analyzeAt) {
         analyzeAt *= 2;
-        await ctx.analyzeQueue(definition.childQueue);
+        await ctx.refreshStatistics();
       }
       const items: NewItem[] = page.map((listed) => {
         seq++;
@@ -158,7 +158,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
         return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
       });
       const insert: Promise<void> = ctx.telemetry
-        .page(task, ++pageNumber, items, () => ctx.store.insertItems(task.id, items, ctx.enqueueChildren))
+        .page(task, ++pageNumber, items, () => ctx.store.insertItems(task.id, items, ctx.enqueueWork))
         .then((result) => {
           // Stopped while dispatching: what is in stays, the rest is never sent.
           if (result.status !== 'running') {

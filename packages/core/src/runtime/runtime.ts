@@ -9,7 +9,7 @@ import {
   isTerminalTaskStatus,
   taskCountsOf,
   type FanoutStore,
-  type ItemToEnqueue,
+  type WorkToEnqueue,
   type ListItemsQuery,
   type ListTasksQuery,
   type ReconcileResult,
@@ -24,12 +24,13 @@ import { createHash } from 'node:crypto';
 import { Presence } from '../operations/presence.ts';
 import { operationsSnapshot, type OperationsSnapshot } from '../operations/snapshot.ts';
 import { RuntimeStats } from '../operations/runtime-stats.ts';
-import { ChildRunner, type ChildJobData } from './child-runner.ts';
+import { ChildRunner } from './child-runner.ts';
+import { DEFAULT_SCHEDULING, ticketsFor, dueTicket, windowTickets, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
-import { maintenancePass, runFanIns, type MaintenanceSettings } from './maintenance.ts';
+import { maintenancePass, retentionMargin, runFanIns, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { runManager, type ManagerJobData } from './manager.ts';
 
@@ -45,6 +46,8 @@ export interface FanoutRuntimeOptions {
   logger?: Logger;
   worker?: Partial<WorkerSettings>;
   maintenance?: Partial<MaintenanceSettings>;
+  /** How items are shared between tenants and tasks (see `SchedulingSettings`); the same in every process. */
+  scheduling?: Partial<SchedulingSettings>;
   /**
    * OpenTelemetry: traces and metrics go to the global providers unless given here (nothing is
    * recorded until an SDK is registered). A pg-boss the runtime creates gets the same providers.
@@ -85,6 +88,11 @@ export interface SubmitOptions {
    * different input or options it is a `conflict`.
    */
   idempotencyKey?: string | null;
+  /**
+   * Among the running tasks of its tenant (and definition), a higher priority is served first;
+   * tasks of equal priority take turns. An integer from -100 to 100. @default 0
+   */
+  priority?: number;
 }
 
 /** A PgBoss instance, from any copy of pg-boss: options objects have none of these methods. */
@@ -102,11 +110,11 @@ function isPgBossInstance(boss: unknown): boss is PgBoss {
 
 const DEFAULT_WORKER: WorkerSettings = {
   concurrency: 10,
-  batchSize: 0, // derived from concurrency unless set
+  batchSize: 100,
   leaseMs: 15_000,
   controlPollMs: 1_000,
   pollingIntervalSeconds: 0.5,
-  managerConcurrency: 2,
+  managerConcurrency: 8,
   limitLeaseMs: 6_000,
 };
 
@@ -115,9 +123,10 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   reconcileIdleMs: 60_000,
   fanInLeaseMs: 60_000,
   announceGraceMs: 30_000,
+  retentionMs: null,
 };
 
-function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings): void {
+function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
   const ints: Array<[string, number, number]> = [
     ['worker.concurrency', worker.concurrency, 1],
     ['worker.batchSize', worker.batchSize, 1],
@@ -129,6 +138,10 @@ function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings)
     ['maintenance.reconcileIdleMs', maintenance.reconcileIdleMs, 0],
     ['maintenance.fanInLeaseMs', maintenance.fanInLeaseMs, 1000],
     ['maintenance.announceGraceMs', maintenance.announceGraceMs, 0],
+    ...(maintenance.retentionMs === null ? [] : ([['maintenance.retentionMs', maintenance.retentionMs, 60_000]] as Array<[string, number, number]>)),
+    ['scheduling.window', scheduling.window, 1],
+    ...(scheduling.maxInFlightPerTenant === null ? [] : ([['scheduling.maxInFlightPerTenant', scheduling.maxInFlightPerTenant, 1]] as Array<[string, number, number]>)),
+    ...(scheduling.maxRunningTasksPerTenant === null ? [] : ([['scheduling.maxRunningTasksPerTenant', scheduling.maxRunningTasksPerTenant, 1]] as Array<[string, number, number]>)),
   ];
   for (const [field, value, min] of ints) {
     if (!Number.isInteger(value) || value < min) {
@@ -141,6 +154,11 @@ function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings)
     throw new FanoutError('invalid_argument', `worker.controlPollMs: must be at most a third of worker.leaseMs (${Math.floor(worker.leaseMs / 3)}), got ${worker.controlPollMs}`, {
       field: 'worker.controlPollMs',
     });
+  }
+  for (const [tenant, weight] of Object.entries(scheduling.tenantWeights)) {
+    if (!(typeof weight === 'number' && weight > 0 && weight <= 100)) {
+      throw new FanoutError('invalid_argument', `scheduling.tenantWeights.${tenant}: must be a number above 0 and at most 100, got ${weight}`, { field: `scheduling.tenantWeights.${tenant}` });
+    }
   }
   if (!(worker.pollingIntervalSeconds >= 0.5)) {
     throw new FanoutError('invalid_argument', 'worker.pollingIntervalSeconds: must be >= 0.5', { field: 'worker.pollingIntervalSeconds' });
@@ -161,6 +179,7 @@ export class Fanout implements AsyncDisposable {
   readonly #definitions = new Map<string, AnyFanoutDefinition>();
   readonly #worker: WorkerSettings;
   readonly #maintenance: MaintenanceSettings;
+  readonly #scheduling: SchedulingSettings;
   readonly #shutdown = new AbortController();
   readonly #ctx: RuntimeContext;
   #children: ChildRunner | null = null;
@@ -188,11 +207,10 @@ export class Fanout implements AsyncDisposable {
       }
       this.#definitions.set(definition.name, definition);
     }
-    const worker = { ...DEFAULT_WORKER, ...options.worker };
-    if (!options.worker?.batchSize) worker.batchSize = Math.min(100, Math.max(1, Math.ceil(worker.concurrency / 2)));
-    this.#worker = worker;
+    this.#worker = { ...DEFAULT_WORKER, ...options.worker };
     this.#maintenance = { ...DEFAULT_MAINTENANCE, ...options.maintenance };
-    checkSettings(this.#worker, this.#maintenance);
+    this.#scheduling = { ...DEFAULT_SCHEDULING, ...options.scheduling };
+    checkSettings(this.#worker, this.#maintenance, this.#scheduling);
 
     this.telemetry = new FanoutTelemetry(this.stats, options.telemetry);
     // The app's own PgBoss may come from another copy of pg-boss than ours (another version, or a
@@ -223,13 +241,13 @@ export class Fanout implements AsyncDisposable {
       settings: this.#worker,
       shutdown: this.#shutdown.signal,
       definition: (kind) => self.definition(kind),
-      enqueueChildren: (tx, items) => self.#enqueueChildren(tx, items),
+      enqueueWork: (tx, work) => self.#enqueueWork(tx, work),
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
       announceEnding: (task) => self.#announceEnding(task),
       reportError: (error, context, fields) => self.#reportError(error, context, fields),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
-      analyzeQueue: (queue) => self.#analyzeQueue(queue),
+      refreshStatistics: () => self.#refreshStatistics(),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
       stats: this.stats,
@@ -265,37 +283,57 @@ export class Fanout implements AsyncDisposable {
     for (const definition of this.#definitions.values()) await this.#createQueues(definition);
 
     if (options.managers ?? true) {
+      // Two fetch loops, each taking up to half of managerConcurrency jobs at a time and
+      // dispatching them side by side; a full fetch is followed by the next one at once, so many
+      // small tasks are dispatched back to back instead of one per poll.
+      const loops = Math.min(2, this.#worker.managerConcurrency);
+      const batchSize = Math.ceil(this.#worker.managerConcurrency / loops);
       for (const definition of this.#definitions.values()) {
         await this.#boss.work<ManagerJobData>(
           definition.managerQueue,
           {
-            batchSize: 1,
-            localConcurrency: this.#worker.managerConcurrency,
+            batchSize,
+            localConcurrency: loops,
             includeMetadata: true,
+            perJobResults: true,
+            burstWhenBatchFull: batchSize > 1,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             // NOTIFY wakes workers for new jobs, but not for retries and delayed jobs coming due:
             // keep polling at the same pace for those.
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
-          },
-          async ([job]) => this.telemetry.dispatch(definition.name, job!.data, () => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>)),
+          } as const,
+          // Each job succeeds or fails on its own (a failed manager is retried alone).
+          async (jobs) =>
+            Promise.all(
+              jobs.map(async (job) => {
+                try {
+                  await this.telemetry.dispatch(definition.name, job.data, () => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>));
+                  return { id: job.id, status: 'completed' as const };
+                } catch (error) {
+                  return { id: job.id, status: 'failed' as const, output: { message: error instanceof Error ? error.message : String(error) } };
+                }
+              }),
+            ),
         );
         this.#workedQueues.push(definition.managerQueue);
       }
     }
     if (options.children ?? true) {
-      const children = (this.#children = new ChildRunner(this.#ctx));
-      const localConcurrency = Math.max(1, Math.ceil(this.#worker.concurrency / this.#worker.batchSize));
+      const children = (this.#children = new ChildRunner(this.#ctx, this.#scheduling, (kind, jobs) => this.#enqueueTickets(null, kind, jobs)));
       for (const definition of this.#definitions.values()) {
-        await this.#boss.work<ChildJobData>(
+        // One job at a time per loop: a job takes as many items as there is room for, and the
+        // loop fetches again once there is room (see ChildRunner.handleTicket).
+        await this.#boss.work<TicketData>(
           definition.childQueue,
           {
-            batchSize: this.#worker.batchSize,
-            localConcurrency,
+            batchSize: 1,
+            localConcurrency: 2,
             pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
             notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
-            burstWhenBatchFull: this.#worker.batchSize > 1,
+            // A job found: fetch the next at once (the handler returned because there is room).
+            burstWhenBatchFull: true,
           },
-          (jobs) => children.handleBatch(definition, jobs),
+          ([job]) => children.handleTicket(definition, job!),
         );
         this.#workedQueues.push(definition.childQueue);
       }
@@ -342,6 +380,8 @@ export class Fanout implements AsyncDisposable {
       retryDelayMax: child.retryDelayMaxSeconds,
       expireInSeconds: child.expireInSeconds,
       heartbeatSeconds: child.heartbeatSeconds,
+      // A done job is of no use to anyone: it claimed items, the items carry the work.
+      deleteAfterSeconds: 3600,
       notify: true,
     };
     const managerQueue = {
@@ -353,9 +393,10 @@ export class Fanout implements AsyncDisposable {
       notify: true,
     };
     await this.#boss.createQueue(definition.deadLetterQueue, deadLetter);
-    // A child queue gets its own partition: a task of 100,000 children would otherwise make every
-    // other queue's fetches wade through its rows.
-    await this.#boss.createQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue, partition: true });
+    // The child queue's jobs are the scheduler's (scheduler.ts): the `short` policy keeps one
+    // waiting job per singleton key (a slot of a tenant's window), and its own partition keeps
+    // other queues' fetches off its rows.
+    await this.#boss.createQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue, partition: true, policy: 'short' });
     await this.#boss.createQueue(definition.managerQueue, managerQueue);
     // createQueue leaves an existing queue as it was; bring its options up to date.
     await this.#boss.updateQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });
@@ -388,6 +429,10 @@ export class Fanout implements AsyncDisposable {
       },
       '',
     );
+    const priority = options.priority ?? 0;
+    if (!Number.isInteger(priority) || priority < -100 || priority > 100) {
+      throw new FanoutError('invalid_argument', `priority: must be an integer from -100 to 100, got ${priority}`, { field: 'priority' });
+    }
     const key = options.idempotencyKey ?? null;
     if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
@@ -403,8 +448,9 @@ export class Fanout implements AsyncDisposable {
         deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
         summary: summaryOf(def, parsed, this.logger),
         idempotencyKey: key,
+        priority,
         // What the key stands for: the same key with other input or options is another request.
-        requestHash: key === null ? null : createHash('sha256').update(JSON.stringify([parsed, limits])).digest('hex'),
+        requestHash: key === null ? null : createHash('sha256').update(JSON.stringify(priority === 0 ? [parsed, limits] : [parsed, limits, priority])).digest('hex'),
       },
       async (tx, task) => {
         const data: ManagerJobData = { taskId: task.id, ...this.telemetry.jobFields() };
@@ -462,7 +508,15 @@ export class Fanout implements AsyncDisposable {
   async #retry(taskId: string, options: { deadlineMs: number | null; itemIds?: string[]; retryableOnly?: boolean }): Promise<{ retried: number; task: TaskRecord }> {
     this.#assertStarted();
     const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs }, '');
-    const result = await this.store.retryFailed(taskId, (tx, items) => this.#enqueueChildren(tx, items), {
+    const finished = await this.store.getTask(taskId);
+    if (finished?.purgedAt) {
+      throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${finished.purgedAt.toISOString()}); submit it again`, { field: 'taskId' });
+    }
+    const retention = this.#maintenance.retentionMs;
+    if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {
+      throw new FanoutError('conflict', `task ${taskId}: it finished too long ago to be retried (its items are about to be deleted by retention); submit it again`, { field: 'taskId' });
+    }
+    const result = await this.store.retryFailed(taskId, (tx, work) => this.#enqueueWork(tx, work), {
       ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
       ...(options.itemIds ? { itemIds: options.itemIds } : {}),
       ...(options.retryableOnly ? { retryableOnly: true } : {}),
@@ -560,23 +614,16 @@ export class Fanout implements AsyncDisposable {
     await this.stop();
   }
 
-  async #enqueueChildren(tx: SqlExecutor, items: readonly ItemToEnqueue[]): Promise<void> {
-    const byKind = new Map<string, ItemToEnqueue[]>();
-    for (const item of items) {
-      let list = byKind.get(item.kind);
-      if (!list) byKind.set(item.kind, (list = []));
-      list.push(item);
-    }
-    for (const [kind, list] of byKind) {
-      const definition = this.definition(kind);
-      const traced = this.telemetry.childJobFields();
-      const jobs = list.map((item) => {
-        const data: ChildJobData = { taskId: item.taskId, itemId: item.id, ...traced(item.id, item.delayMs) };
-        assertJobPayload(definition.childQueue, data);
-        return item.delayMs ? { data, startAfter: new Date(Date.now() + item.delayMs) } : { data };
-      });
-      await this.#boss.insert(definition.childQueue, jobs, { db: tx });
-    }
+  /** Gives the tenants of `work` the jobs that take its items (scheduler.ts), in the store's transaction. */
+  async #enqueueWork(tx: SqlExecutor, work: readonly WorkToEnqueue[]): Promise<void> {
+    for (const [kind, jobs] of ticketsFor(this.#scheduling, work)) await this.#enqueueTickets(tx, kind, jobs);
+  }
+
+  /** Inserts child-queue jobs (a slot already waiting is skipped by the queue), in `tx` when given. */
+  async #enqueueTickets(tx: SqlExecutor | null, kind: string, jobs: readonly TicketJob[]): Promise<void> {
+    const definition = this.definition(kind);
+    for (const job of jobs) assertJobPayload(definition.childQueue, job.data);
+    await this.#boss.insert(definition.childQueue, jobs as TicketJob[], tx ? { db: tx } : {});
   }
 
   #afterSettle(result: SettleResult): void {
@@ -634,42 +681,26 @@ export class Fanout implements AsyncDisposable {
     return job !== undefined && (job.state === 'created' || job.state === 'retry' || job.state === 'active');
   }
 
-  async #requeueOrphans(task: TaskCounts): Promise<number> {
-    if (!this.#definitions.has(task.kind)) return 0;
-    const definition = this.definition(task.kind);
-    const queued = await this.#boss.findJobs(definition.childQueue, { data: { taskId: task.id }, queued: true, limit: 1 });
-    if (queued.length > 0) return 0; // the task is waiting its turn, not orphaned
-    let requeued = 0;
-    let cursor: string | null = null;
-    do {
-      const page = await this.store.listItems(task.id, { status: 'pending', limit: 500, cursor });
-      if (page.rows.length > 0) {
-        // A job too many is harmless (the claim decides); a job too few strands the item.
-        await this.#boss.insert(definition.childQueue, page.rows.map((item) => ({ data: { taskId: task.id, itemId: item.id } })));
-        requeued += page.rows.length;
-      }
-      cursor = page.nextCursor;
-    } while (cursor);
-    if (requeued > 0) this.logger.warn('pending items had no queued job; enqueued them again', { ...taskFields(task), requeued });
-    return requeued;
+  async #requeueOrphans(task: TaskCounts): Promise<boolean> {
+    if (!this.#definitions.has(task.kind)) return false;
+    const pending = await this.store.pendingWork(task.id);
+    const jobs: TicketJob[] = [];
+    // Topping up is harmless when the tenant's jobs are there (a waiting slot is not inserted
+    // twice); without it, a job lost with a crashed worker would strand the items.
+    if (pending.now) jobs.push(...windowTickets(this.#scheduling, task.tenant));
+    if (pending.nextRetryAt) jobs.push(dueTicket(task.tenant, pending.nextRetryAt.getTime()));
+    if (jobs.length === 0) return false;
+    await this.#enqueueTickets(null, task.kind, jobs);
+    if (pending.now) this.logger.info('a quiet running task has items to run; topped up its tenant\'s jobs', taskFields(task));
+    return pending.now;
   }
 
-  async #analyzeQueue(queue: string): Promise<void> {
+  async #refreshStatistics(): Promise<void> {
     try {
-      const info = await this.#boss.getQueue(queue);
-      if (!info) return;
-      const db = this.#boss.getDb();
-      // The table's schema is whichever holds it; the statement is built by format() with %I.
-      const { rows } = await db.executeSql(
-        `SELECT format('ANALYZE %I.%I', n.nspname, c.relname) AS sql
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE c.relname = $1 AND c.relkind IN ('r', 'p') LIMIT 1`,
-        [info.table],
-      );
-      if (rows[0]?.sql) await db.executeSql(rows[0].sql as string);
+      await this.store.refreshStatistics?.();
     } catch (error) {
       // Statistics are an optimisation: without the right (ownership), autovacuum gets there later.
-      this.logger.debug('could not analyze a queue table', { queue, ...errorFields(error) });
+      this.logger.debug('could not refresh the item statistics', errorFields(error));
     }
   }
 

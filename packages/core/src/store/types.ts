@@ -57,6 +57,10 @@ export interface TaskRecord {
   roundStartedAt: Date | null;
   /** Items settled when the current round began: the round's own progress is what is above it. */
   roundSettledAtStart: number;
+  /** Among the running tasks of its tenant, a higher priority is served first; equal ones take turns. */
+  priority: number;
+  /** When retention deleted the task's items and logs (its counters stay); null while they are kept. */
+  purgedAt: Date | null;
 }
 
 /** A task as a submit returns it: `replayed` when an earlier submit with the same key made it. */
@@ -121,16 +125,19 @@ export interface SqlExecutor {
   executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
 }
 
-/** An item that needs a child job; `delayMs` postpones it (retry backoff). */
-export interface ItemToEnqueue {
-  id: string;
+/**
+ * A task that has items to run: now (they were inserted, released, requeued or retried), or
+ * after `delayMs` (a retry's backoff). The runtime makes sure its tenant has jobs to take them.
+ */
+export interface WorkToEnqueue {
   taskId: string;
   kind: string;
+  tenant: string | null;
   delayMs?: number;
 }
 
-/** Called inside the store's transaction to enqueue jobs for the given items. */
-export type EnqueueItems = (tx: SqlExecutor, items: readonly ItemToEnqueue[]) => Promise<void>;
+/** Called inside the store's transaction when tasks have items to run (see `WorkToEnqueue`). */
+export type EnqueueWork = (tx: SqlExecutor, work: readonly WorkToEnqueue[]) => Promise<void>;
 /** Called inside the store's transaction to enqueue the manager job of a new task. */
 export type EnqueueTask = (tx: SqlExecutor, task: TaskRecord) => Promise<void>;
 
@@ -150,6 +157,8 @@ export interface NewTask {
    */
   idempotencyKey?: string | null;
   requestHash?: string | null;
+  /** Among the running tasks of its tenant, a higher priority is served first. @default 0 */
+  priority?: number;
 }
 
 export interface NewItem {
@@ -188,6 +197,42 @@ export interface ClaimedItem {
   round: number;
   /** The task's deadline, when it has one (a retry later than it is pointless). */
   deadlineAt: Date | null;
+  /** The trace context its task's dispatch ran in (when a tracer was registered then). */
+  trace?: Record<string, string> | null;
+  /** When it became due (ms since epoch): its retry delay's end, or its task's dispatch; null when unknown. */
+  dueAt?: number | null;
+}
+
+/** One batch of retention: the task it worked on (null: none was due), rows deleted, whether it is done. */
+export interface PurgeResult {
+  taskId: string | null;
+  deleted: number;
+  purged: boolean;
+}
+
+/** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
+export interface ClaimNextQuery {
+  kind: string;
+  /** The tenant whose tasks are served (null and '' are the same tenant). */
+  tenant: string | null;
+  /** The task this job's chain served last: the next one after it (by id) is served, in turn. */
+  after: string | null;
+  /** At most this many items. */
+  limit: number;
+  token: string;
+  leaseMs: number;
+  /** Items of this kind and tenant running at once, at most (null: no quota). */
+  maxInFlight?: number | null;
+  /** Only the first this many running tasks of the tenant (by priority, then age) are served. */
+  maxRunningTasks?: number | null;
+}
+
+export interface ClaimNextResult {
+  claimed: ClaimedItem[];
+  /** The task the items came from. */
+  taskId: string | null;
+  /** Nothing was claimed because the tenant is at its `maxInFlight` quota (there is work waiting). */
+  atQuota: boolean;
 }
 
 export interface ClaimResult {
@@ -246,7 +291,7 @@ export interface RetryFailedResult {
 }
 
 export interface RecoverResult {
-  /** Items whose lease had lapsed and that were put back to pending with a fresh job. */
+  /** Items whose lease had lapsed and that were put back to pending (their work enqueued). */
   requeued: number;
   /** Items whose lease lapsed on their final attempt, counted as failed. */
   failed: SettleResult;
@@ -401,14 +446,14 @@ export interface FanoutStore {
 
   // -- manager -------------------------------------------------------------------------------
   /** `queued` -> `running`. Returns the task as it is now (whatever its status), or null. */
-  startDispatch(taskId: string): Promise<TaskRecord | null>;
+  startDispatch(taskId: string, trace?: Record<string, string> | null): Promise<TaskRecord | null>;
   /**
    * Inserts one page of items and raises `total`, skipping keys the task already has, and
    * enqueues jobs for the new pending items, all in one transaction. Inserts nothing unless the
    * task is `running` when the transaction commits. Pages of one task may be inserted
    * concurrently.
    */
-  insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult>;
+  insertItems(taskId: string, items: readonly NewItem[], enqueue: EnqueueWork): Promise<InsertItemsResult>;
   /**
    * Marks dispatch done (`total` is final) and finishes the task if every item is settled.
    * `cutShort`: the listing did not reach its end (the task stopped while it ran), so the task
@@ -424,6 +469,13 @@ export interface FanoutStore {
    * disk: losing one in a database crash only sends the item back to be claimed again.
    */
   claimItems(itemIds: readonly string[], token: string, leaseMs: number): Promise<ClaimResult>;
+  /**
+   * Claims up to `limit` of the next pending items (by `seq`, not waiting on a retry delay) of one
+   * running task of the tenant: the task after `after` in turn (highest priority first), so that
+   * successive claims serve the tenant's tasks round robin. Items locked by a concurrent claim are
+   * skipped, never waited for. Same claim as `claimItems` (token, lease, attempt).
+   */
+  claimNext(query: ClaimNextQuery): Promise<ClaimNextResult>;
   /** Extends the lease of items still held under their tokens. Returns the ids still held. */
   renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]>;
   /** Records outcomes and moves counters in one transaction; finishes tasks that are done. */
@@ -432,7 +484,7 @@ export interface FanoutStore {
    * Puts items back to `pending` after a transient failure and enqueues their retry jobs. Only
    * items of running tasks held under their token are released; returns their ids.
    */
-  releaseItems(releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]>;
+  releaseItems(releases: readonly Release[], enqueue: EnqueueWork): Promise<string[]>;
   /** Of these task ids, those that are no longer `running` (their items should stop). */
   stoppedTasks(taskIds: readonly string[]): Promise<string[]>;
 
@@ -446,7 +498,7 @@ export interface FanoutStore {
    * Re-opens a finished (`completed` or `failed`) task: its failed items go back to pending for a
    * new round, `failed` is reduced by as many, and their jobs are enqueued in the same transaction.
    */
-  retryFailed(taskId: string, enqueue: EnqueueItems, options?: RetryFailedOptions): Promise<RetryFailedResult>;
+  retryFailed(taskId: string, enqueue: EnqueueWork, options?: RetryFailedOptions): Promise<RetryFailedResult>;
   /** Hides a finished task from default lists (a `conflict` for an unfinished one). */
   archiveTask(taskId: string): Promise<TaskRecord>;
   /** Deletes a finished task with its items and logs (a `conflict` for an unfinished one). */
@@ -481,12 +533,28 @@ export interface FanoutStore {
 
   // -- maintenance ---------------------------------------------------------------------------
   // The steps of the maintenance loop that every worker process runs (see `maintenancePass`).
-  /** Items whose lease lapsed: requeued with a fresh job, or failed when out of attempts. */
-  recoverLapsedItems(limit: number, enqueue: EnqueueItems): Promise<RecoverResult>;
+  /** Items whose lease lapsed: back to pending (their work enqueued), or failed when out of attempts. */
+  recoverLapsedItems(limit: number, enqueue: EnqueueWork): Promise<RecoverResult>;
+  /**
+   * Whether a task has pending items to run now, and when the soonest of those waiting on a retry
+   * delay is due (for the maintenance loop's check of quiet tasks).
+   */
+  pendingWork(taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }>;
+  /**
+   * Refreshes the planner statistics of the item table (a dispatch calls it as the table doubles:
+   * statistics from when it was nearly empty make the claim scan). Optional; may throw.
+   */
+  refreshStatistics?(): Promise<void>;
   /** Running tasks past their deadline. */
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
+  /**
+   * Retention: deletes up to `limit` item rows (and as many item logs) of the oldest task that
+   * finished more than `olderThanMs` ago, once its ending was announced and its fan-in ran (for
+   * `fanInKinds`); sets its `purgedAt` when nothing of it is left. Optional.
+   */
+  purgeFinished?(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult>;
   /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**

@@ -43,7 +43,6 @@ export class FanoutTelemetry {
   readonly options: TelemetryOptions;
   readonly #propagator: TextMapPropagator | undefined;
   /** The trace context a retry's job carries, by item, while its release is being stored. */
-  readonly #retryCarriers = new Map<string, TraceCarrier>();
   /** The spans of items whose outcome waits in the group commit, for the settle's links. */
   readonly #settling = new Map<string, SpanContext>();
   readonly #stats: RuntimeStats;
@@ -97,16 +96,6 @@ export class FanoutTelemetry {
     return carrier ? { trace: carrier } : {};
   }
 
-  /** What each child job of one enqueue carries: the active trace context (or the retry's), and when it is due. */
-  childJobFields(): (itemId: string, delayMs: number | undefined) => JobTraceFields {
-    const carrier = injectCarrier(this.#propagator);
-    const now = Date.now();
-    return (itemId, delayMs) => {
-      const trace = this.#retryCarriers.get(itemId) ?? carrier;
-      return trace ? { trace, due: now + (delayMs ?? 0) } : { due: now + (delayMs ?? 0) };
-    };
-  }
-
   /** The manager's work on a task, in a `fanout.dispatch` span continuing the submit's trace. */
   dispatch<T>(definition: string, job: { taskId: string } & JobTraceFields, fn: () => Promise<T>): Promise<T> {
     const { parent, links } = continuation(extractCarrier(this.#propagator, job.trace));
@@ -158,7 +147,7 @@ export class FanoutTelemetry {
   /** The telemetry of one claimed item's attempt. */
   item(item: ClaimedItem, fields: JobTraceFields, claim: ClaimTiming): ItemTelemetry {
     return new ItemTelemetry(
-      { tracer: this.tracer, tracing: this.tracing(), metrics: this.metrics, propagator: this.#propagator, retryCarriers: this.#retryCarriers, settling: this.#settling },
+      { tracer: this.tracer, tracing: this.tracing(), metrics: this.metrics, propagator: this.#propagator, settling: this.#settling },
       item,
       fields,
       claim,

@@ -13,7 +13,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { ClaimedItem } from '../store/types.ts';
-import { activeSpanContext, extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
+import { activeSpanContext, extractCarrier, type TraceCarrier } from './carrier.ts';
 import type { FanoutMetrics } from './metrics.ts';
 import { ATTR, SPAN } from './names.ts';
 
@@ -100,7 +100,6 @@ export class ItemTelemetry {
   readonly #tracer: Tracer;
   readonly #metrics: FanoutMetrics;
   readonly #propagator: TextMapPropagator | undefined;
-  readonly #retryCarriers: Map<string, TraceCarrier>;
   readonly #settling: Map<string, SpanContext>;
   readonly #item: ClaimedItem;
   readonly #carrier: TraceCarrier | undefined;
@@ -116,7 +115,6 @@ export class ItemTelemetry {
       tracing: boolean;
       metrics: FanoutMetrics;
       propagator: TextMapPropagator | undefined;
-      retryCarriers: Map<string, TraceCarrier>;
       settling: Map<string, SpanContext>;
     },
     item: ClaimedItem,
@@ -126,7 +124,6 @@ export class ItemTelemetry {
     this.#tracer = deps.tracer;
     this.#metrics = deps.metrics;
     this.#propagator = deps.propagator;
-    this.#retryCarriers = deps.retryCarriers;
     this.#settling = deps.settling;
     this.#item = item;
     this.#carrier = fields.trace;
@@ -188,38 +185,32 @@ export class ItemTelemetry {
 
   /**
    * A transient failure handed back for another attempt, in a `fanout.retry` span until the release
-   * is stored. The retry's job carries the same trace context as this attempt's, so every attempt
-   * is a sibling under the span that dispatched the item.
+   * is stored. The next attempt continues the task's trace context as this one did, so every
+   * attempt is a sibling under the span that dispatched the task.
    */
   async retry(release: { error: { code: string }; delayMs: number; refund?: boolean }, push: () => Promise<boolean>): Promise<boolean> {
-    const carrier = this.#carrier ?? (this.#recording ? injectCarrier(this.#propagator, this.#ctx) : null);
-    if (carrier) this.#retryCarriers.set(this.#item.itemId, carrier);
-    try {
-      const released = this.#recording
-        ? await inSpan(
-            this.#tracer,
-            SPAN.retry,
-            {
-              attributes: {
-                [ATTR.attempt]: this.#item.attempt,
-                [ATTR.errorType]: release.error.code,
-                [ATTR.decision]: release.refund ? 'refund' : 'retry',
-                [ATTR.retryDelayMs]: release.delayMs,
-              },
+    const released = this.#recording
+      ? await inSpan(
+          this.#tracer,
+          SPAN.retry,
+          {
+            attributes: {
+              [ATTR.attempt]: this.#item.attempt,
+              [ATTR.errorType]: release.error.code,
+              [ATTR.decision]: release.refund ? 'refund' : 'retry',
+              [ATTR.retryDelayMs]: release.delayMs,
             },
-            this.#ctx,
-            async (span) => {
-              const ok = await push();
-              span.setAttribute(ATTR.recorded, ok);
-              return ok;
-            },
-          )
-        : await push();
-      if (released && !release.refund) this.#metrics.itemRetried(this.#item.kind, this.#item.tenant, release.error.code);
-      return released;
-    } finally {
-      this.#retryCarriers.delete(this.#item.itemId);
-    }
+          },
+          this.#ctx,
+          async (span) => {
+            const ok = await push();
+            span.setAttribute(ATTR.recorded, ok);
+            return ok;
+          },
+        )
+      : await push();
+    if (released && !release.refund) this.#metrics.itemRetried(this.#item.kind, this.#item.tenant, release.error.code);
+    return released;
   }
 
   /**

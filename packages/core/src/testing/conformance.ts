@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EnqueueItems, FanoutStore, ItemToEnqueue, NewItem, Outcome, TaskRecord } from '../store/types.ts';
+import type { EnqueueWork, FanoutStore, NewItem, Outcome, TaskRecord, WorkToEnqueue } from '../store/types.ts';
 
 export interface ConformanceHarness {
   /** A store on a database that has the store's tables (shared by the whole suite). */
@@ -14,10 +14,10 @@ const LEASE = 30_000;
 
 /** An enqueue that records what it was asked, after proving it can run SQL in the store's transaction. */
 function recorder() {
-  const enqueued: ItemToEnqueue[] = [];
-  const enqueue: EnqueueItems = async (tx, items) => {
+  const enqueued: WorkToEnqueue[] = [];
+  const enqueue: EnqueueWork = async (tx, work) => {
     await tx.executeSql('SELECT 1');
-    enqueued.push(...items);
+    enqueued.push(...work);
   };
   return { enqueued, enqueue };
 }
@@ -49,6 +49,18 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       return store.createTask({ kind, input: { test: true }, maxAttempts: 3, ...options }, async () => {});
     }
 
+    /** The ids of a task's items, in listing order. */
+    async function itemIds(taskId: string): Promise<string[]> {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await store.listItems(taskId, { limit: 500, cursor });
+        ids.push(...page.rows.map((r) => r.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return ids;
+    }
+
     /** A task with n items inserted; its dispatch finished unless `finish` is false. */
     async function dispatched(n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}, { finish = true } = {}) {
       const task = await newTask(options);
@@ -56,7 +68,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       const rec = recorder();
       await store.insertItems(task.id, items(n), rec.enqueue);
       if (finish) await store.finishDispatch(task.id);
-      return { task, rec, ids: rec.enqueued.map((i) => i.id) };
+      return { task, rec, ids: await itemIds(task.id) };
     }
 
     const outcome = (itemId: string, token: string, status: Outcome['status'] = 'succeeded'): Outcome => ({
@@ -114,15 +126,18 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
 
       it('inserts pages at their listing positions, skipping keys it already has', async () => {
-        const task = await newTask();
+        const task = await newTask({ tenant: 'tenant-a' });
         await store.startDispatch(task.id);
         const rec = recorder();
         expect(await store.insertItems(task.id, items(3), rec.enqueue)).toEqual({ inserted: 3, status: 'running' });
         // k1 and k2 are repeats (a manager retried after a crash); k1 also repeats inside the page.
         const page = [...items(3).slice(1), { key: 'k1', seq: 2, snapshot: {} }, ...items(1, 'k', 3)];
         expect(await store.insertItems(task.id, page, rec.enqueue)).toEqual({ inserted: 1, status: 'running' });
-        expect(rec.enqueued).toHaveLength(4);
-        expect(rec.enqueued.every((i) => i.taskId === task.id && i.kind === kind)).toBe(true);
+        // Each page that inserted something says the task has work (for its tenant's jobs).
+        expect(rec.enqueued).toEqual([
+          { taskId: task.id, kind, tenant: 'tenant-a' },
+          { taskId: task.id, kind, tenant: 'tenant-a' },
+        ]);
         const { rows } = await store.listItems(task.id, { limit: 10 });
         expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([
           ['k0', 1, 'pending'],
@@ -140,7 +155,8 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const results = await Promise.all(Array.from({ length: 6 }, (_, p) => store.insertItems(task.id, items(50, 'k', p * 50), rec.enqueue)));
         expect(results.map((r) => r.inserted)).toEqual([50, 50, 50, 50, 50, 50]);
         expect((await store.getTask(task.id))?.total).toBe(300);
-        expect(new Set(rec.enqueued.map((i) => i.id)).size).toBe(300);
+        expect(new Set(await itemIds(task.id)).size).toBe(300);
+        expect(rec.enqueued).toHaveLength(6);
       });
 
       it('rolls a page back when its jobs cannot be enqueued', async () => {
@@ -155,7 +171,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await store.listItems(task.id, { limit: 10 })).rows).toHaveLength(0);
       });
 
-      it('stores items that failed validation as failed, counted, without a job', async () => {
+      it('stores items that failed validation as failed, counted, and asks for no work for them', async () => {
         const task = await newTask();
         await store.startDispatch(task.id);
         const rec = recorder();
@@ -164,6 +180,8 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.getTask(task.id)).toMatchObject({ total: 2, failed: 1 });
         const bad = (await store.listItems(task.id, { status: 'failed', limit: 10 })).rows;
         expect(bad).toMatchObject([{ key: 'bad', status: 'failed', error: { code: 'validation' } }]);
+        await store.insertItems(task.id, [{ key: 'worse', seq: 3, snapshot: {}, error: { code: 'validation', message: 'x' } }], rec.enqueue);
+        expect(rec.enqueued).toHaveLength(1);
       });
 
       it('inserts nothing into a task that is not running', async () => {
@@ -332,6 +350,128 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       });
     });
 
+    describe('claim next (the scheduler)', () => {
+      /** A running task of `tenant` with `n` items, dispatched. */
+      const tenantTask = async (tenant: string | null, n: number, options: Partial<Parameters<FanoutStore['createTask']>[0]> = {}) => dispatched(n, { tenant, ...options });
+      const next = (tenant: string | null, after: string | null, limit: number, extra: Partial<Parameters<FanoutStore['claimNext']>[0]> = {}) =>
+        store.claimNext({ kind, tenant, after, limit, token: randomUUID(), leaseMs: LEASE, ...extra });
+
+      it('claims the next pending items of a task in listing order, up to the limit, as a claim does', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const { task, ids } = await tenantTask(tenant, 5);
+        const first = await next(tenant, null, 3);
+        expect(first.taskId).toBe(task.id);
+        expect(first.claimed.map((c) => c.itemId)).toEqual(ids.slice(0, 3));
+        expect(first.claimed[0]).toMatchObject({ taskId: task.id, kind, tenant, attempt: 1, round: 1 });
+        const rest = await next(tenant, null, 10);
+        expect(rest.claimed.map((c) => c.itemId)).toEqual(ids.slice(3));
+        // Nothing left to run: no task, and the held items are not claimable by id either.
+        expect(await next(tenant, null, 10)).toEqual({ claimed: [], taskId: null, atQuota: false });
+        expect((await store.claimItems(ids, randomUUID(), LEASE)).claimed).toHaveLength(0);
+        expect(await next(tenant, null, 0)).toMatchObject({ claimed: [] });
+      });
+
+      it('serves the tenant\'s running tasks in turn after `after`, higher priority first, and only that tenant', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const a = await tenantTask(tenant, 4);
+        const b = await tenantTask(tenant, 4);
+        const c = await tenantTask(tenant, 4);
+        const other = await tenantTask(`t-${randomUUID()}`, 4);
+        const served: string[] = [];
+        let after: string | null = null;
+        for (let i = 0; i < 6; i++) {
+          const r = await next(tenant, after, 1);
+          served.push(r.taskId!);
+          after = r.taskId;
+        }
+        expect(served).toEqual([a.task.id, b.task.id, c.task.id, a.task.id, b.task.id, c.task.id]);
+        expect((await store.itemCounts(other.task.id)).running).toBe(0);
+        // A task of higher priority is served before the others, whatever the turn.
+        const urgent = await tenantTask(tenant, 2, { priority: 5 });
+        expect((await next(tenant, c.task.id, 1)).taskId).toBe(urgent.task.id);
+        expect((await next(tenant, urgent.task.id, 1)).taskId).toBe(urgent.task.id);
+        expect((await next(tenant, urgent.task.id, 1)).taskId).toBe(a.task.id); // its items are all claimed
+      });
+
+      it('serves the tasks without a tenant as one tenant, and skips tasks that are not running', async () => {
+        const tenant = null;
+        const queued = await newTask(); // never dispatched
+        const stopped = await tenantTask(tenant, 2);
+        await store.stopTask(stopped.task.id, 'cancelled');
+        const live = await tenantTask(tenant, 1);
+        // Other tests' tasks without a tenant may be served too; ours are never the stopped or queued one.
+        for (let i = 0; i < 50; i++) {
+          const r = await next(tenant, null, 100);
+          if (r.taskId === null) break;
+          expect([queued.id, stopped.task.id]).not.toContain(r.taskId);
+        }
+        expect((await store.itemCounts(live.task.id)).running).toBe(1);
+      });
+
+      it('leaves items waiting on a retry delay until they are due', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const { task, ids } = await tenantTask(tenant, 2);
+        const token = randomUUID();
+        expect((await next(tenant, null, 2, { token })).claimed).toHaveLength(2);
+        await store.releaseItems(
+          [
+            { itemId: ids[0]!, token, error: { code: 'busy', message: 'later', attempt: 1 }, delayMs: 60_000 },
+            { itemId: ids[1]!, token, error: { code: 'busy', message: 'now', attempt: 1 }, delayMs: 0 },
+          ],
+          recorder().enqueue,
+        );
+        const again = await next(tenant, null, 5);
+        expect(again.claimed.map((c) => [c.itemId, c.attempt])).toEqual([[ids[1], 2]]);
+        expect(await next(tenant, null, 5)).toMatchObject({ claimed: [], taskId: null });
+        expect(await store.pendingWork(task.id)).toMatchObject({ now: false });
+        expect((await store.pendingWork(task.id)).nextRetryAt!.getTime()).toBeGreaterThan(Date.now() + 50_000);
+      });
+
+      it('never gives one item to two concurrent claims', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const { ids } = await tenantTask(tenant, 120);
+        const results = await Promise.all(Array.from({ length: 12 }, () => next(tenant, null, 15)));
+        const claimed = results.flatMap((r) => r.claimed.map((c) => c.itemId));
+        expect(new Set(claimed).size).toBe(claimed.length);
+        expect(claimed.length).toBeLessThanOrEqual(120);
+        expect(claimed.every((id) => ids.includes(id))).toBe(true);
+        // Whatever the locks let through, what is left is claimed after.
+        const rest = await next(tenant, null, 200);
+        expect(claimed.length + rest.claimed.length).toBe(120);
+      });
+
+      it('keeps a tenant within its in-flight quota, across claims, and says when it is at it', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const { ids } = await tenantTask(tenant, 10);
+        const quota = { maxInFlight: 4 };
+        const token = randomUUID();
+        expect((await next(tenant, null, 3, { ...quota, token })).claimed.map((c) => c.itemId)).toEqual(ids.slice(0, 3));
+        const results = await Promise.all([next(tenant, null, 3, quota), next(tenant, null, 3, quota)]);
+        expect(results.flatMap((r) => r.claimed)).toHaveLength(1);
+        const blocked = await next(tenant, null, 3, quota);
+        expect(blocked).toEqual({ claimed: [], taskId: null, atQuota: true });
+        // Settling one makes room for one.
+        await store.settleItems([outcome(ids[0]!, token)]);
+        expect((await next(tenant, null, 3, quota)).claimed).toHaveLength(1);
+      });
+
+      it('serves only the first running tasks of a tenant when told to', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const a = await tenantTask(tenant, 3);
+        const b = await tenantTask(tenant, 3);
+        const served = new Set<string>();
+        let after: string | null = null;
+        for (let i = 0; i < 3; i++) {
+          const r = await next(tenant, after, 1, { maxRunningTasks: 1 });
+          served.add(r.taskId!);
+          after = r.taskId;
+        }
+        expect([...served]).toEqual([a.task.id]);
+        expect((await next(tenant, after, 1, { maxRunningTasks: 1 })).taskId).toBeNull();
+        expect((await next(tenant, after, 1, { maxRunningTasks: 2 })).taskId).toBe(b.task.id);
+      });
+    });
+
     describe('release', () => {
       it('puts a transient failure back to pending and enqueues its retry with the delay', async () => {
         const { task, ids } = await dispatched(1);
@@ -340,9 +480,10 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const rec = recorder();
         const released = await store.releaseItems([{ itemId: ids[0]!, token, error: { code: 'http_429', message: 'slow down', attempt: 1 }, delayMs: 1234 }], rec.enqueue);
         expect(released).toEqual(ids);
-        expect(rec.enqueued).toEqual([{ id: ids[0], taskId: task.id, kind, delayMs: 1234 }]);
+        expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null, delayMs: 1234 }]);
         const [item] = (await store.listItems(task.id, { limit: 1 })).rows;
         expect(item).toMatchObject({ status: 'pending', attempts: 1, error: { code: 'http_429' } });
+        expect(item!.retryAt!.getTime()).toBeGreaterThan(Date.now() + 500);
         const again = await store.claimItems(ids, randomUUID(), LEASE);
         expect(again.claimed[0]?.attempt).toBe(2);
       });
@@ -418,7 +559,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const retry = await store.retryFailed(task.id, rec.enqueue);
         expect(retry.retried).toBe(2);
         expect(retry.task).toMatchObject({ status: 'running', round: 2, succeeded: 1, failed: 0, total: 3, completedAt: null });
-        expect(rec.enqueued.map((i) => i.id).sort()).toEqual([ids[1], ids[2]].sort());
+        expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null }]);
         const t2 = randomUUID();
         const claimed = await store.claimItems(ids, t2, LEASE);
         expect(claimed.claimed.map((c) => [c.attempt, c.round])).toEqual([
@@ -480,7 +621,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
           if (r.requeued + r.failed.settled.length === 0) break;
         }
         expect(failedIds.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
-        expect(rec.enqueued.map((i) => i.id)).toContain(other.ids[0]);
+        expect(rec.enqueued.map((w) => w.taskId)).toContain(other.task.id);
         expect(requeued).toBeGreaterThanOrEqual(1);
         expect(await store.getTask(task.id)).toMatchObject({ status: 'completed', failed: 2 });
         const [item] = (await store.listItems(other.task.id, { limit: 1 })).rows;
@@ -688,7 +829,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const rec = recorder();
         const retried = await store.retryFailed(task.id, rec.enqueue, { retryableOnly: true });
         expect(retried.retried).toBe(1);
-        expect(rec.enqueued.map((i) => i.id)).toEqual([ids[1]]);
+        expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null }]);
         expect(retried.task).toMatchObject({ round: 2, status: 'running', failed: 2, roundSettledAtStart: 3 });
         expect(retried.task.roundStartedAt).toBeInstanceOf(Date);
         const t2 = randomUUID();

@@ -48,3 +48,15 @@ export async function ownedTask(c: Context<AuthEnv>, fanout: Fanout, definition:
   }
   return task;
 }
+
+/**
+ * `ownedTask`, for routes that read a task's items or logs: a task whose details retention
+ * deleted answers 410 (its row, counts and times stay readable at `GET /tasks/:id`).
+ */
+export async function taskWithDetails(c: Context<AuthEnv>, fanout: Fanout, definition: AnyFanoutDefinition): Promise<TaskRecord> {
+  const task = await ownedTask(c, fanout, definition);
+  if (task.purgedAt) {
+    throw new HttpError(410, 'purged', `task ${task.id}: its items and logs were deleted by retention on ${task.purgedAt.toISOString()} (its counts stay)`);
+  }
+  return task;
+}

@@ -5,7 +5,7 @@ import { textStream } from '../export/stream.ts';
 import { route, type RouteSpec } from '../route.ts';
 import { errorSchema, failuresSchema, itemCountsSchema, itemPageSchema, itemParams, listItemsQuery, logsSchema, taskIdParams } from '../schemas.ts';
 import { itemView } from '../views.ts';
-import { ownedTask, type TaskRoutesOptions } from './context.ts';
+import { taskWithDetails, type TaskRoutesOptions } from './context.ts';
 import { withQuery } from './tasks.ts';
 
 /** Lines of an item's log returned at most (the store keeps 500 per attempt). */
@@ -26,7 +26,7 @@ const FAILURE_COLUMNS: CsvColumn<ItemRecord>[] = [
 /** A task's items: pages, counts by state, logs, failures. */
 export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
   const { fanout, definition } = options;
-  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema };
+  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 410: errorSchema };
   return [
     route({
       method: 'get',
@@ -36,7 +36,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       query: listItemsQuery,
       responses: { 200: itemPageSchema, ...responses },
       async handler(c, { query }) {
-        const task = await ownedTask(c, fanout, definition);
+        const task = await taskWithDetails(c, fanout, definition);
         const page = await withQuery(() => fanout.listItems(task.id, { limit: query.limit, cursor: query.cursor ?? null, ...(query.status ? { status: query.status } : {}) }));
         return c.json({ items: page.rows.map(itemView), nextCursor: page.nextCursor });
       },
@@ -48,7 +48,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       params: taskIdParams,
       responses: { 200: itemCountsSchema, ...responses },
       async handler(c) {
-        const task = await ownedTask(c, fanout, definition);
+        const task = await taskWithDetails(c, fanout, definition);
         const counts = await fanout.store.itemCounts(task.id);
         return c.json({ ...counts, nextRetryAt: counts.nextRetryAt?.toISOString() ?? null });
       },
@@ -60,7 +60,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       params: itemParams,
       responses: { 200: logsSchema, ...responses },
       async handler(c, { params }) {
-        const task = await ownedTask(c, fanout, definition);
+        const task = await taskWithDetails(c, fanout, definition);
         const logs = await fanout.store.itemLogs(task.id, params.itemId, MAX_LOG_LINES);
         return c.json({ logs: logs.map((l) => ({ at: l.at.toISOString(), attempt: l.attempt, message: l.message, ...(l.data ? { data: l.data } : {}) })) });
       },
@@ -72,7 +72,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       params: taskIdParams,
       responses: { 200: failuresSchema, ...responses },
       async handler(c) {
-        const task = await ownedTask(c, fanout, definition);
+        const task = await taskWithDetails(c, fanout, definition);
         return c.json({ groups: await fanout.store.failureGroups(task.id) });
       },
     }),
@@ -83,7 +83,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       params: taskIdParams,
       responses: { 200: { contentType: 'text/csv' }, ...responses },
       async handler(c) {
-        const task = await ownedTask(c, fanout, definition);
+        const task = await taskWithDetails(c, fanout, definition);
         return c.body(textStream(csvLines(FAILURE_COLUMNS, taskItems(fanout, task.id, 'failed'))), 200, {
           'content-type': 'text/csv; charset=utf-8',
           'content-disposition': `attachment; filename="${definition.name}-${task.id}-failures.csv"`,

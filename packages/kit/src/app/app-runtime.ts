@@ -54,15 +54,18 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       ...(env.FANOUT_CONTROL_POLL_MS ? { controlPollMs: env.FANOUT_CONTROL_POLL_MS } : {}),
       ...(env.FANOUT_LIMIT_LEASE_MS ? { limitLeaseMs: env.FANOUT_LIMIT_LEASE_MS } : {}),
     },
-    ...(env.FANOUT_MAINTENANCE_MS !== undefined || env.FANOUT_ANNOUNCE_GRACE_MS !== undefined
-      ? {
-          maintenance: {
-            ...(env.FANOUT_MAINTENANCE_MS !== undefined ? { intervalMs: env.FANOUT_MAINTENANCE_MS } : {}),
-            ...(env.FANOUT_ANNOUNCE_GRACE_MS !== undefined ? { announceGraceMs: env.FANOUT_ANNOUNCE_GRACE_MS } : {}),
-          },
-        }
-      : {}),
+    maintenance: {
+      ...(env.FANOUT_MAINTENANCE_MS !== undefined ? { intervalMs: env.FANOUT_MAINTENANCE_MS } : {}),
+      ...(env.FANOUT_ANNOUNCE_GRACE_MS !== undefined ? { announceGraceMs: env.FANOUT_ANNOUNCE_GRACE_MS } : {}),
+      ...(env.FANOUT_RETENTION_DAYS !== undefined ? { retentionMs: env.FANOUT_RETENTION_DAYS * 86_400_000 } : {}),
+    },
     ...(env.FANOUT_SUPERVISE_SECONDS ? { superviseIntervalSeconds: env.FANOUT_SUPERVISE_SECONDS } : {}),
+    scheduling: {
+      ...(env.FANOUT_TENANT_WINDOW ? { window: env.FANOUT_TENANT_WINDOW } : {}),
+      ...(env.FANOUT_TENANT_WEIGHTS ? { tenantWeights: env.FANOUT_TENANT_WEIGHTS } : {}),
+      ...(env.FANOUT_TENANT_MAX_IN_FLIGHT ? { maxInFlightPerTenant: env.FANOUT_TENANT_MAX_IN_FLIGHT } : {}),
+      ...(env.FANOUT_TENANT_MAX_RUNNING_TASKS ? { maxRunningTasksPerTenant: env.FANOUT_TENANT_MAX_RUNNING_TASKS } : {}),
+    },
     telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
   });
   // Live streams and broadcasts of this process, in its presence reports (the console adds them up).

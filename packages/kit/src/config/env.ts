@@ -24,6 +24,22 @@ export const stringVar = () => z.string();
 
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\/\S+$/, { error: 'must be a postgres:// or postgresql:// connection URL' });
 
+const WEIGHTS_RULE = 'must be tenant=weight pairs separated by commas, each weight a number above 0 and at most 100';
+const tenantWeights = z.string().transform((spec, ctx): Record<string, number> => {
+  const weights: Record<string, number> = {};
+  for (const entry of spec.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const at = entry.lastIndexOf('=');
+    const tenant = entry.slice(0, at).trim();
+    const weight = Number(entry.slice(at + 1));
+    if (at <= 0 || !(weight > 0 && weight <= 100)) {
+      ctx.addIssue({ code: 'custom', message: `${WEIGHTS_RULE} (${JSON.stringify(entry.slice(0, 40))})` });
+      return z.NEVER;
+    }
+    weights[tenant] = weight;
+  }
+  return weights;
+});
+
 const tokens = z.string().transform((spec, ctx): TokenTable => {
   try {
     return parseTokens(spec);
@@ -59,6 +75,16 @@ export const commonEnv = {
   FANOUT_CONTROL_POLL_MS: intVar({ min: 10 }).optional(),
   /** pg-boss's supervision pass (fails the jobs of dead workers so they are retried). */
   FANOUT_SUPERVISE_SECONDS: intVar({ min: 1 }).optional(),
+  /** Days after its end a task's items and logs are deleted (its row and counts stay); unset keeps them. */
+  FANOUT_RETENTION_DAYS: intVar({ min: 1, max: 3650 }).optional(),
+  /** Jobs each tenant keeps queued per definition: its share of the workers when all are busy. */
+  FANOUT_TENANT_WINDOW: intVar({ min: 1, max: 1000 }).optional(),
+  /** Shares of tenants relative to the others (1 each by default): `team-a=2,team-b=0.5`. */
+  FANOUT_TENANT_WEIGHTS: tenantWeights.optional(),
+  /** Items of one tenant running at once across every process, at most (a quota). */
+  FANOUT_TENANT_MAX_IN_FLIGHT: intVar({ min: 1 }).optional(),
+  /** Running tasks of one tenant served at once (by priority, then age), at most. */
+  FANOUT_TENANT_MAX_RUNNING_TASKS: intVar({ min: 1 }).optional(),
   /** Where a local run keeps its files (apps put theirs in a folder of their own under it). */
   FANOUT_DATA_DIR: stringVar().default('.data'),
   /** How long a stopping process lets running handlers finish before aborting them. */

@@ -57,6 +57,8 @@ export interface FanoutOnOptions {
   logger?: Logger;
   worker?: FanoutRuntimeOptions['worker'];
   maintenance?: FanoutRuntimeOptions['maintenance'];
+  /** How items are shared between tenants and tasks; the same in every process. */
+  scheduling?: FanoutRuntimeOptions['scheduling'];
   /** pg-boss's supervision pass, which fails the jobs of dead workers. @default 15 */
   superviseIntervalSeconds?: number;
   /** OpenTelemetry providers and the stall threshold (see `FanoutRuntimeOptions.telemetry`). */
@@ -79,6 +81,7 @@ export function fanoutOn(db: PrismaDatabase<AppPrismaClient>, options: FanoutOnO
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.worker ? { worker: options.worker } : {}),
     ...(options.maintenance ? { maintenance: options.maintenance } : {}),
+    ...(options.scheduling ? { scheduling: options.scheduling } : {}),
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });
 }

@@ -11,19 +11,47 @@
 // transaction (the `relaxed` CTE), so they do not wait for the WAL to reach the disk. Losing one
 // in a database crash is harmless (the item is claimed again), and the durable settle that
 // follows flushes it anyway, since the WAL is written in order.
-import type { ClaimedItem, EnqueueItems, Release } from '@fanout/core';
+import type { ClaimedItem, ClaimNextQuery, ClaimNextResult, EnqueueWork, Release } from '@fanout/core';
 import { executor } from '../executor.ts';
 import { json } from '../json.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
+
+interface ClaimRow {
+  id: string;
+  task_id: string;
+  kind: string;
+  tenant: string | null;
+  key: string;
+  snapshot: unknown;
+  attempts: number;
+  max_attempts: number;
+  round: number;
+  deadline_at: Date | null;
+  trace?: Record<string, string> | null;
+  due_at?: Date | null;
+}
+
+const toClaimed = (r: ClaimRow): ClaimedItem => ({
+  itemId: r.id,
+  taskId: r.task_id,
+  kind: r.kind,
+  tenant: r.tenant,
+  key: r.key,
+  snapshot: r.snapshot,
+  attempt: r.attempts,
+  maxAttempts: r.max_attempts,
+  round: r.round,
+  deadlineAt: r.deadline_at,
+  trace: r.trace ?? null,
+  dueAt: r.due_at ? r.due_at.getTime() : null,
+});
 
 /** Claims the claimable ones of `ids` (valid uuids) for `token` until `leaseMs` from now. */
 export async function claimItems(db: PrismaQueryable, ids: readonly string[], token: string, leaseMs: number): Promise<ClaimedItem[]> {
   // One statement, committed without waiting for the disk (see the note on relaxed commits).
   // Items are found by primary key only, and their task is checked per row by a subquery: a
   // join on task_id could lead the planner to walk every item of a large task.
-  const rows = await db.$queryRaw<
-    { id: string; task_id: string; kind: string; tenant: string | null; key: string; snapshot: unknown; attempts: number; max_attempts: number; round: number; deadline_at: Date | null }[]
-  >`
+  const rows = await db.$queryRaw<ClaimRow[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     claimed AS (
       UPDATE fanout_item i SET
@@ -38,18 +66,73 @@ export async function claimItems(db: PrismaQueryable, ids: readonly string[], to
       RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
     )
     SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at FROM claimed c JOIN fanout_task t ON t.id = c.task_id`;
-  return rows.map((r) => ({
-    itemId: r.id,
-    taskId: r.task_id,
-    kind: r.kind,
-    tenant: r.tenant,
-    key: r.key,
-    snapshot: r.snapshot,
-    attempt: r.attempts,
-    maxAttempts: r.max_attempts,
-    round: r.round,
-    deadlineAt: r.deadline_at,
-  }));
+  return rows.map(toClaimed);
+}
+
+/** Orders uuids below every real one: "after nothing" starts from the first task. */
+const NO_TASK = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The scheduler's claim (see `FanoutStore.claimNext`), in one statement: the tenant's running
+ * tasks in the order they are served (priority, then id), the first one after `after` that has an
+ * item to run now, and up to `limit` of its next pending items, locked with SKIP LOCKED so
+ * concurrent claims take different items instead of waiting for each other. Every lookup goes
+ * through a partial index (running tasks, pending items), so its cost does not grow with the
+ * items a task has already run. `limit` 0 claims nothing.
+ */
+export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limit: number): Promise<ClaimNextResult> {
+  const group = query.tenant ?? '';
+  const rows = await db.$queryRaw<(ClaimRow & { picked_task: string | null })[]>`
+    WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    eligible AS (
+      SELECT t.id, t.priority FROM fanout_task t
+      WHERE t.kind = ${query.kind} AND COALESCE(t.tenant, '') = ${group} AND t.status = 'running'
+      ORDER BY t.priority DESC, t.id
+      LIMIT ${query.maxRunningTasks ?? null}::int
+    ),
+    task AS (
+      SELECT e.id FROM eligible e
+      WHERE EXISTS (SELECT 1 FROM fanout_item p
+                    WHERE p.task_id = e.id AND p.status = 'pending' AND (p.retry_at IS NULL OR p.retry_at <= clock_timestamp()))
+      ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id
+      LIMIT 1
+    ),
+    picked AS (
+      SELECT i.id, i.retry_at FROM fanout_item i
+      WHERE i.task_id = (SELECT id FROM task) AND i.status = 'pending' AND (i.retry_at IS NULL OR i.retry_at <= clock_timestamp())
+      ORDER BY i.seq
+      LIMIT ${limit}::int
+      FOR UPDATE OF i SKIP LOCKED
+    ),
+    claimed AS (
+      UPDATE fanout_item i SET
+        status = 'running', claim_token = ${query.token}::uuid,
+        lease_until = clock_timestamp() + ${query.leaseMs}::int * interval '1 millisecond',
+        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp()), retry_at = NULL
+      FROM picked, relaxed
+      WHERE i.id = picked.id
+      RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
+    )
+    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
+           -- When the item became due: its retry delay's end, or the start of its task's dispatch.
+           COALESCE(p.retry_at, t.started_at) AS due_at, (SELECT id FROM task) AS picked_task
+    FROM (SELECT 1) one
+    LEFT JOIN claimed c ON true
+    LEFT JOIN picked p ON p.id = c.id
+    LEFT JOIN fanout_task t ON t.id = c.task_id`;
+  const claimed = rows.filter((r) => r.id !== null).map(toClaimed);
+  return { claimed, taskId: rows[0]?.picked_task ?? null, atQuota: false };
+}
+
+/**
+ * Running items of a kind and tenant (for its in-flight quota), read through the index of running
+ * claims: there are never more of those than the handlers of every process together.
+ */
+export async function runningOfTenant(db: PrismaQueryable, kind: string, tenant: string | null): Promise<number> {
+  const [row] = await db.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
+    WHERE i.status = 'running' AND i.lease_until IS NOT NULL AND t.kind = ${kind} AND COALESCE(t.tenant, '') = ${tenant ?? ''}`;
+  return row!.n;
 }
 
 /** Extends the leases of items still held under their tokens (relaxed commit); returns their ids. */
@@ -66,17 +149,17 @@ export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ ite
 
 /**
  * Gives claims back after a transient failure, in `tx`: items of running tasks still held under
- * their token go back to `pending`, and their retry jobs are enqueued (with each one's delay) in
- * the same transaction. Returns the ids released.
+ * their token go back to `pending` (due again after their delay), and their tasks' work is
+ * enqueued in the same transaction. Returns the ids released.
  */
-export async function releaseClaims(tx: PrismaQueryable, releases: readonly Release[], enqueue: EnqueueItems): Promise<string[]> {
+export async function releaseClaims(tx: PrismaQueryable, releases: readonly Release[], enqueue: EnqueueWork): Promise<string[]> {
   // A stop takes the task row FOR UPDATE before it cancels pending items: share-locking the
   // tasks first orders this release before or after it, never across it (a release that
   // slipped in after the stop's cancel would leave a pending item nobody may claim).
   await tx.$queryRaw`
     SELECT 1 FROM fanout_task WHERE id IN (SELECT task_id FROM fanout_item WHERE id = ANY(${releases.map((r) => r.itemId)}::uuid[]))
     ORDER BY id FOR KEY SHARE`;
-  const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; delay_ms: number }[]>`
+  const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; tenant: string | null; delay_ms: number }[]>`
     WITH v AS (
       SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
              ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays,
@@ -92,7 +175,12 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
         AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
       RETURNING i.id, i.task_id, v.delays[array_position(v.ids, i.id)] AS delay_ms
     )
-    SELECT r.*, t.kind FROM released r JOIN fanout_task t ON t.id = r.task_id`;
-  if (rows.length > 0) await enqueue(executor(tx), rows.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind, delayMs: r.delay_ms })));
+    SELECT r.*, t.kind, t.tenant FROM released r JOIN fanout_task t ON t.id = r.task_id`;
+  if (rows.length > 0) {
+    // One entry per task and delay: the runtime gives the task's tenant a job for when it is due.
+    const work = new Map<string, { taskId: string; kind: string; tenant: string | null; delayMs: number }>();
+    for (const r of rows) work.set(`${r.task_id}:${r.delay_ms}`, { taskId: r.task_id, kind: r.kind, tenant: r.tenant, delayMs: r.delay_ms });
+    await enqueue(executor(tx), [...work.values()]);
+  }
   return rows.map((r) => r.id);
 }

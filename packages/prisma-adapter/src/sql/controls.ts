@@ -3,7 +3,7 @@
 // lapsed-lease recovery (which share-lock it), and both move the items and the counters in the
 // same transaction: a stop cancels every pending item and adds as many to `cancelled` in one
 // statement; a retry puts the failed items back to pending and takes as many off `failed`.
-import { FanoutError, type EnqueueItems, type RetryFailedOptions, type RetryFailedResult, type StopReason, type StopResult, type TaskRecord } from '@fanout/core';
+import { FanoutError, type EnqueueWork, type RetryFailedOptions, type RetryFailedResult, type StopReason, type StopResult, type TaskRecord } from '@fanout/core';
 import { executor } from '../executor.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { isTerminalStatus, toSettled, toTask, type TaskRow } from '../rows.ts';
@@ -57,7 +57,7 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
  * short (its manager failed, or it stopped while its items were being listed) is a conflict: its
  * items were never all listed, so it is submitted again.
  */
-export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqueue: EnqueueItems, options: RetryFailedOptions): Promise<RetryFailedResult> {
+export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqueue: EnqueueWork, options: RetryFailedOptions): Promise<RetryFailedResult> {
   const task = await lockTask(tx, taskId);
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'completed' && task.status !== 'failed') {
@@ -109,7 +109,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
       round_started_at = now(), round_settled_at_start = succeeded + failed + cancelled - ${items.length}::int, updated_at = now()
     WHERE id = ${taskId}::uuid
     RETURNING *`;
-  await enqueue(executor(tx), items.map((i) => ({ id: i.id, taskId, kind: task.kind })));
+  await enqueue(executor(tx), [{ taskId, kind: task.kind, tenant: task.tenant }]);
   return { retried: items.length, task: toTask(row!) };
 }
 

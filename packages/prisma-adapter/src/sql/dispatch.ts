@@ -1,8 +1,9 @@
 // Dispatch: a task is created together with its manager job, and the manager inserts the task's
-// items a page at a time, each page with the child jobs of its items, in one transaction. A
+// items a page at a time, each page in one transaction with the jobs that will take them (a few
+// per tenant, whatever the number of items: see the runtime's scheduler). A
 // manager that crashes mid-dispatch loses nothing (a page is all or nothing) and duplicates
 // nothing (a retried manager skips the keys the task already has).
-import { FanoutError, type EnqueueItems, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type SubmittedTask, type TaskRecord, type TaskStatus } from '@fanout/core';
+import { FanoutError, type EnqueueWork, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type SubmittedTask, type TaskRecord, type TaskStatus } from '@fanout/core';
 import { executor } from '../executor.ts';
 import { uuidv7 } from '../ids.ts';
 import { json } from '../json.ts';
@@ -20,10 +21,10 @@ export class StoppedWhileInserting extends Error {}
  */
 export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
   const [row] = await tx.$queryRaw<TaskRow[]>`
-    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash)
+    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash, priority)
     VALUES (${uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
             ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz,
-            ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text)
+            ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text, ${task.priority ?? 0}::int)
     ON CONFLICT (kind, (COALESCE(tenant, '')), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *`;
   if (row) {
@@ -42,9 +43,10 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
 }
 
 /** `queued` -> `running`; null when the task was not queued (the caller reads it as it is). */
-export async function startDispatch(db: PrismaQueryable, taskId: string): Promise<TaskRecord | null> {
+export async function startDispatch(db: PrismaQueryable, taskId: string, trace: Record<string, string> | null): Promise<TaskRecord | null> {
   const [started] = await db.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET status = 'running', started_at = now(), round_started_at = now(), updated_at = now()
+    UPDATE fanout_task SET status = 'running', started_at = now(), round_started_at = now(), updated_at = now(),
+      trace = ${trace === null ? null : JSON.stringify(trace)}::jsonb
     WHERE id = ${taskId}::uuid AND status = 'queued'
     RETURNING *`;
   return started ? toTask(started) : null;
@@ -54,11 +56,11 @@ export async function startDispatch(db: PrismaQueryable, taskId: string): Promis
  * One page of items and their child jobs, in `tx`. Throws `StoppedWhileInserting` (to roll the
  * page back) when the task stopped before the counters could be raised.
  */
-export async function insertItemPage(tx: PrismaQueryable, taskId: string, items: readonly NewItem[], enqueue: EnqueueItems): Promise<InsertItemsResult> {
+export async function insertItemPage(tx: PrismaQueryable, taskId: string, items: readonly NewItem[], enqueue: EnqueueWork): Promise<InsertItemsResult> {
   // No lock up front, so pages of one task can be inserted side by side; the counter
   // update at the end re-checks the status under the row lock, and rolls the page back
   // if the task stopped meanwhile (a stop never sees this page's uncommitted items).
-  const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind'>[]>`SELECT status, kind FROM fanout_task WHERE id = ${taskId}::uuid`;
+  const [task] = await tx.$queryRaw<Pick<TaskRow, 'status' | 'kind' | 'tenant'>[]>`SELECT status, kind, tenant FROM fanout_task WHERE id = ${taskId}::uuid`;
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
 
@@ -76,13 +78,12 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
     ON CONFLICT (task_id, key) DO NOTHING
     RETURNING id, status`;
   const failed = inserted.filter((row) => row.status === 'failed').length;
-  const pending = inserted.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, taskId, kind: task.kind }));
-  if (pending.length > 0) {
+  if (inserted.length > failed) {
     // pg-boss's foreign keys are deferred to the commit, where this transaction holds the
-    // task row (below) and every settle of the task would wait for 2 checks per job: check
-    // them as the jobs go in instead.
+    // task row (below) and every settle of the task would wait for the checks: check them as
+    // the jobs go in instead.
     await tx.$queryRaw`SET CONSTRAINTS ALL IMMEDIATE`;
-    await enqueue(executor(tx), pending);
+    await enqueue(executor(tx), [{ taskId, kind: task.kind, tenant: task.tenant }]);
   }
   // The counters last: the task row stays locked until the commit, and every settle of this
   // task waits for that lock, so it is taken after the slow part (the jobs), not before.

@@ -4,7 +4,7 @@
 // them instead of both handling one) and then only changed through conditional statements; a
 // reconcile holds the task row FOR UPDATE while it recomputes the counters from the item rows (the
 // truth); the candidate queries only read.
-import type { EnqueueItems, Outcome, ReconcileResult, RecoverResult } from '@fanout/core';
+import type { EnqueueWork, Outcome, ReconcileResult, RecoverResult } from '@fanout/core';
 import { executor } from '../executor.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { isTerminalStatus, toSettled, type TaskRow } from '../rows.ts';
@@ -12,17 +12,18 @@ import { lockTask } from './reads.ts';
 import { settleAndIncrement } from './settle.ts';
 
 /**
- * Up to `limit` items whose lease lapsed (their holder died), in `tx`: requeued with a fresh job
- * while they have attempts left and their task runs, else settled as failed (out of attempts) or
+ * Up to `limit` items whose lease lapsed (their holder died), in `tx`: back to pending (their
+ * tasks' work enqueued) while they have attempts left and their task runs, else settled as failed (out of attempts) or
  * cancelled (their task is stopping), through the same atomic increment as a child's settle.
  */
-export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enqueue: EnqueueItems): Promise<RecoverResult> {
+export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {
+  // Found through the index of running claims by lease (a task's other items are never read).
   const lapsed = await tx.$queryRaw<
-    { id: string; task_id: string; kind: string; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
+    { id: string; task_id: string; kind: string; tenant: string | null; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
   >`
-    SELECT i.id, i.task_id, t.kind, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
-    FROM fanout_task t JOIN fanout_item i ON i.task_id = t.id
-    WHERE t.status IN ('running', 'stopping') AND i.status = 'running' AND i.lease_until < clock_timestamp()
+    SELECT i.id, i.task_id, t.kind, t.tenant, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
+    FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
+    WHERE i.status = 'running' AND i.lease_until < clock_timestamp() AND t.status IN ('running', 'stopping')
     LIMIT ${limit}::int
     FOR UPDATE OF i SKIP LOCKED`;
   if (lapsed.length === 0) return { requeued: 0, failed: { settled: [], tasks: [] } };
@@ -53,10 +54,19 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
       UPDATE fanout_item SET status = 'pending', claim_token = NULL, lease_until = NULL,
         error = jsonb_build_object('code', 'lease_lapsed', 'message', 'the worker holding this item stopped renewing its claim', 'attempt', attempts)
       WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])`;
-    await enqueue(executor(tx), requeue.map((r) => ({ id: r.id, taskId: r.task_id, kind: r.kind })));
+    const tasks = new Map(requeue.map((r) => [r.task_id, { taskId: r.task_id, kind: r.kind, tenant: r.tenant }]));
+    await enqueue(executor(tx), [...tasks.values()]);
   }
   const failed = settle.length > 0 ? await settleAndIncrement(tx, settle) : { settled: [], tasks: [] };
   return { requeued: requeue.length, failed };
+}
+
+/** See `FanoutStore.pendingWork`: read through the index of pending items. */
+export async function pendingWork(db: PrismaQueryable, taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }> {
+  const [row] = await db.$queryRaw<{ now: boolean; next: Date | null }[]>`
+    SELECT EXISTS (SELECT 1 FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND (retry_at IS NULL OR retry_at <= clock_timestamp())) AS now,
+           (SELECT min(retry_at) FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND retry_at > clock_timestamp()) AS next`;
+  return { now: row!.now, nextRetryAt: row!.next };
 }
 
 /** Up to `limit` running tasks past their deadline, the longest overdue first. */

@@ -43,7 +43,7 @@ export async function listTasks(db: PrismaQueryable, query: ListTasksQuery): Pro
   const rows = await db.$queryRaw<TaskRow[]>`
     SELECT id, kind, tenant, NULL::jsonb AS input, status, stop_reason, error, total, succeeded, failed, cancelled, round,
            max_attempts, max_failures, max_failure_ratio, deadline_at, dispatched_at, created_at, started_at, completed_at,
-           updated_at, summary, archived_at, round_started_at, round_settled_at_start, idempotency_key, request_hash
+           updated_at, summary, archived_at, priority, purged_at, round_started_at, round_settled_at_start, idempotency_key, request_hash
     FROM fanout_task
     WHERE (${query.kind ?? null}::text IS NULL OR kind = ${query.kind ?? null}::text)
       AND (${byTenant}::boolean = false OR tenant IS NOT DISTINCT FROM ${query.tenant ?? null}::text)

@@ -23,6 +23,8 @@ export interface TaskView {
   completedAt: string | null;
   deadlineAt: string | null;
   archivedAt: string | null;
+  purgedAt: string | null;
+  priority: number;
 }
 
 export interface TaskPage {

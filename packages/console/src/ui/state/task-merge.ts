@@ -90,6 +90,8 @@ export function viewFromEvent(event: TaskStateEvent): TaskView {
       completedAt: null,
       deadlineAt: null,
       archivedAt: null,
+      purgedAt: null,
+      priority: 0,
     },
     { ...event.counts },
     event.at,

@@ -1,0 +1,130 @@
+// Part of `pnpm bench`: fair shares between tenants and tasks, on one PostgreSQL with two worker
+// processes (50 handlers each). Every figure is a ratio to a baseline measured in the same run:
+// - head_of_line: a 10-item task's latency (submit to completion, read from the task row) alone,
+//   and submitted 1 s after another tenant's 50,000-item task; that task's items/s alone and
+//   with the small tasks beside it (target: latency ratio <= 3, the large task keeps >= 0.9);
+// - many_small: 500 tasks of 20 items from 10 concurrent submitters against one task of 10,000
+//   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s).
+// Prints one JSON line per scenario.
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
+import pg from 'pg';
+import { benchServer } from './server.ts';
+
+const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
+const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
+const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
+const SUBMITTERS = 10;
+
+const round = (x: number) => Math.round(x * 1000) / 1000;
+const print = (o: object) => console.log(JSON.stringify(o));
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+const server = await benchServer();
+try {
+  const url = await server.database('bench_fairness', [migrationsDir]);
+  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error' })));
+  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 12 });
+  await api.fanout.start({ managers: false, children: false, maintenance: false });
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+
+  /** Waits for every task to complete; returns each one's latency and its run's seconds. */
+  async function finished(ids: string[]): Promise<Map<string, { latencyMs: number; runSeconds: number }>> {
+    for (;;) {
+      const { rows } = await db.query<{ id: string; status: string; latency_ms: number; run_s: number }>(
+        `SELECT id, status, extract(epoch FROM completed_at - created_at) * 1000 AS latency_ms,
+                extract(epoch FROM completed_at - started_at) AS run_s
+         FROM fanout_task WHERE id = ANY($1::uuid[])`,
+        [ids],
+      );
+      const failed = rows.find((r) => r.status === 'failed' || r.status === 'cancelled');
+      if (failed) throw new Error(`task ${failed.id} ended ${failed.status}`);
+      if (rows.length === ids.length && rows.every((r) => r.status === 'completed')) {
+        return new Map(rows.map((r) => [r.id, { latencyMs: Number(r.latency_ms), runSeconds: Number(r.run_s) }]));
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  const submit = (count: number, tenant: string) => api.fanout.submit('test_batch', { count }, { tenant }).then((t) => t.id);
+  async function smallLatencies(): Promise<number[]> {
+    const out: number[] = [];
+    for (let i = 0; i < SMALL_ROUNDS; i++) {
+      const id = await submit(10, 'small');
+      out.push((await finished([id])).get(id)!.latencyMs);
+    }
+    return out;
+  }
+
+  try {
+    await smallLatencies(); // warm-up
+    const alone = quantile(await smallLatencies(), 0.5);
+    const bigAloneId = await submit(BIG, 'big');
+    const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
+    const bigId = await submit(BIG, 'big');
+    await new Promise((r) => setTimeout(r, 1000));
+    const contended = await smallLatencies();
+    const big = (await finished([bigId])).get(bigId)!;
+    const behind = quantile(contended, 0.5);
+    print({
+      scenario: 'head_of_line',
+      bigItems: BIG,
+      smallAloneMs: Math.round(alone),
+      smallBehindBigMs: Math.round(behind),
+      smallBehindBigMaxMs: Math.round(Math.max(...contended)),
+      latencyRatio: round(behind / alone),
+      bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
+      bigContendedPerSec: Math.round(BIG / big.runSeconds),
+      bigKept: round(bigAlone.runSeconds / big.runSeconds),
+    });
+
+    const oneId = await submit(10_000, 'one');
+    const one = (await finished([oneId])).get(oneId)!;
+    const onePerSec = 10_000 / one.latencyMs * 1000;
+    const started = performance.now();
+    const ids: string[] = [];
+    await Promise.all(
+      Array.from({ length: SUBMITTERS }, async (_, s) => {
+        for (let i = s; i < MANY; i += SUBMITTERS) ids.push(await submit(20, `team-${s}`));
+      }),
+    );
+    const many = await finished(ids);
+    const seconds = (performance.now() - started) / 1000;
+    const latencies = [...many.values()].map((m) => m.latencyMs);
+    // Where the time went, per task (medians): waiting for a manager, dispatching, running.
+    const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.dispatched_at - t.started_at)) * 1000 AS dispatch,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.started_at)) * 1000 AS to_first,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.completed_at - f.first)) * 1000 AS run
+       FROM fanout_task t, LATERAL (SELECT min(started_at) AS first FROM fanout_item WHERE task_id = t.id) f
+       WHERE t.id = ANY($1::uuid[])`,
+      [ids],
+    );
+    print({
+      scenario: 'many_small',
+      tasks: MANY,
+      itemsPerTask: 20,
+      submitters: SUBMITTERS,
+      seconds: round(seconds),
+      tasksPerSec: round(MANY / seconds),
+      itemsPerSec: Math.round((MANY * 20) / seconds),
+      oneTaskItemsPerSec: Math.round(onePerSec),
+      ratioToOneTask: round((MANY * 20) / seconds / onePerSec),
+      p50Ms: Math.round(quantile(latencies, 0.5)),
+      p95Ms: Math.round(quantile(latencies, 0.95)),
+      medianPhasesMs: {
+        toManager: Math.round(phases!.to_manager),
+        dispatch: Math.round(phases!.dispatch),
+        toFirstItem: Math.round(phases!.to_first),
+        firstItemToEnd: Math.round(phases!.run),
+      },
+    });
+  } finally {
+    await db.end();
+    await api.close();
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+} finally {
+  await server.stop();
+}

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { finished, testApp, waitFor, type TestApp } from './fixtures/harness.ts';
+
+// Fair shares, checked by state rather than by time: how far a large task got while a small one
+// (submitted after it) ran from start to end. First in, first out, the large task would have
+// finished first; with turns, the small one finishes while the large one has most of its items
+// still to run.
+
+const settled = async (t: TestApp, id: string) => {
+  const task = (await t.app.fanout.getTask(id))!;
+  return task.succeeded + task.failed + task.cancelled;
+};
+
+/** How many of `big`'s remaining items settled while `small` ran to its end (a fraction). */
+async function shareWhileRunning(t: TestApp, big: string, small: string): Promise<number> {
+  const bigTotal = (await t.app.fanout.getTask(big))!.total;
+  const before = await settled(t, big);
+  expect((await finished(t, small)).status).toBe('completed');
+  const after = await settled(t, big);
+  return (after - before) / (bigTotal - before);
+}
+
+describe('scheduling', () => {
+  // A 4,000-item task is under way when a 10-item one arrives: of another tenant, or of the same.
+  for (const [title, smallTenant] of [
+    ["tenants take turns: a small task of another tenant does not wait for a large task's items", 'small'],
+    ['tasks of one tenant take turns too', 'big'],
+  ] as const) {
+    it(title, async () => {
+      await using t = await testApp();
+      await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });
+      const big = await t.app.fanout.submit('test_batch', { count: 4000, item: { sleepMs: 20 } }, { tenant: 'big' });
+      await waitFor(async () => (await settled(t, big.id)) >= 100, { message: 'the large task under way' });
+      const small = await t.app.fanout.submit('test_batch', { count: 10, item: { sleepMs: 20 } }, { tenant: smallTenant });
+      const share = await shareWhileRunning(t, big.id, small.id);
+      console.log(`${smallTenant === 'big' ? 'tasks' : 'tenants'}: the large task settled ${(share * 100).toFixed(1)}% of its remaining items while the small one ran`);
+      expect(share).toBeLessThan(0.25);
+      expect(await finished(t, big.id, 120_000)).toMatchObject({ status: 'completed', succeeded: 4000 });
+    }, 150_000);
+  }
+
+  it('a higher priority is served first among a tenant\'s tasks', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });
+    const low = await t.app.fanout.submit('test_batch', { count: 3000, item: { sleepMs: 20 } }, { tenant: 'a' });
+    await waitFor(async () => (await settled(t, low.id)) >= 100, { message: 'the low-priority task under way' });
+    // As large as the rest of the low one: taking turns, both would progress alike.
+    const high = await t.app.fanout.submit('test_batch', { count: 1500, item: { sleepMs: 20 } }, { tenant: 'a', priority: 10 });
+    expect((await t.app.fanout.getTask(high.id))!.priority).toBe(10);
+    const share = await shareWhileRunning(t, low.id, high.id);
+    console.log(`priority: the low-priority task settled ${(share * 100).toFixed(1)}% of its remaining items while the high one ran`);
+    expect(share).toBeLessThan(0.2);
+    expect(await finished(t, low.id, 120_000)).toMatchObject({ status: 'completed', succeeded: 3000 });
+  }, 150_000);
+
+  it('per-tenant quotas: items in flight across processes, and running tasks served at once', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_MAX_IN_FLIGHT: 3, FANOUT_TENANT_MAX_RUNNING_TASKS: 1 });
+    const quota = await Promise.all([1, 2, 3].map(() => t.app.fanout.submit('test_batch', { count: 30, item: { sleepMs: 50 } }, { tenant: 'q' })));
+    const other = await t.app.fanout.submit('test_batch', { count: 60, item: { sleepMs: 50 } }, { tenant: 'r' });
+    const seen = { q: 0, qTasks: 0, total: 0 };
+    await waitFor(
+      async () => {
+        const [row] = await t.app.prisma.$queryRaw<{ q: number; q_tasks: number; total: number }[]>`
+          SELECT count(*) FILTER (WHERE t.tenant = 'q')::int AS q,
+                 count(DISTINCT i.task_id) FILTER (WHERE t.tenant = 'q')::int AS q_tasks,
+                 count(*)::int AS total
+          FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id WHERE i.status = 'running'`;
+        seen.q = Math.max(seen.q, row!.q);
+        seen.qTasks = Math.max(seen.qTasks, row!.q_tasks);
+        seen.total = Math.max(seen.total, row!.total);
+        const tasks = await Promise.all([...quota, other].map((task) => t.app.fanout.getTask(task.id)));
+        return tasks.every((task) => task!.status === 'completed');
+      },
+      { timeoutMs: 90_000, intervalMs: 10, message: 'every task completed' },
+    );
+    expect(seen.q).toBeLessThanOrEqual(3);
+    expect(seen.q).toBeGreaterThan(0);
+    expect(seen.qTasks).toBe(1);
+    // The other tenant was not held back by the first one's quota (its own is 3 too).
+    expect(seen.total).toBeGreaterThan(3);
+    for (const task of quota) expect(await t.app.fanout.getTask(task.id)).toMatchObject({ succeeded: 30, failed: 0 });
+  }, 120_000);
+});

@@ -23,7 +23,7 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 const server = await benchServer();
 try {
   const url = await server.database('bench_fairness', [migrationsDir]);
-  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error' })));
+  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', ...(process.env.BENCH_MANAGERS ? { FANOUT_MANAGER_CONCURRENCY: process.env.BENCH_MANAGERS } : {}) })));
   const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 12 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
   const db = new pg.Client({ connectionString: url });

@@ -141,7 +141,7 @@ export class ChildRunner {
       // will free up. It ends when the tenant has nothing to run now.
       const successor =
         claimed.length > 0 || result.taskId !== null
-          ? successorTicket(ticket, claimed[0]?.taskId ?? result.taskId)
+          ? successorTicket(ticket, result.taskId)
           : result.atQuota
             ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
             : null;

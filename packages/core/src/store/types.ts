@@ -229,7 +229,11 @@ export interface ClaimNextQuery {
 
 export interface ClaimNextResult {
   claimed: ClaimedItem[];
-  /** The task the items came from. */
+  /**
+   * The task served last: the items come from it and, when it had fewer than the limit, from the
+   * tasks before it in turn (up to a few). When nothing was claimed, the first task whose turn it
+   * was (its items all taken by concurrent claims), or null when the tenant has nothing to run.
+   */
   taskId: string | null;
   /** Nothing was claimed because the tenant is at its `maxInFlight` quota (there is work waiting). */
   atQuota: boolean;

@@ -393,6 +393,19 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await next(tenant, urgent.task.id, 1)).taskId).toBe(a.task.id); // its items are all claimed
       });
 
+      it('with room left after a task, takes the next tasks\' items in turn: small tasks share a claim', async () => {
+        const tenant = `t-${randomUUID()}`;
+        const a = await tenantTask(tenant, 2);
+        const b = await tenantTask(tenant, 2);
+        const c = await tenantTask(tenant, 2);
+        const first = await next(tenant, null, 5);
+        expect(first.claimed.map((i) => i.itemId).sort()).toEqual([...a.ids, ...b.ids, c.ids[0]!].sort());
+        expect(first.taskId).toBe(c.task.id); // served last: the next claim starts after it
+        const second = await next(tenant, first.taskId, 10);
+        expect(second.claimed.map((i) => i.itemId)).toEqual([c.ids[1]]);
+        expect(second.taskId).toBe(c.task.id);
+      });
+
       it('serves the tasks without a tenant as one tenant, and skips tasks that are not running', async () => {
         const tenant = null;
         const queued = await newTask(); // never dispatched

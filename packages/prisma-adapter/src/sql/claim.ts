@@ -80,9 +80,12 @@ const NO_TASK = '00000000-0000-0000-0000-000000000000';
  * through a partial index (running tasks, pending items), so its cost does not grow with the
  * items a task has already run. `limit` 0 claims nothing.
  */
+/** Tasks one claim takes items from at most (the next ones in turn, while there is room). */
+const TASKS_PER_CLAIM = 8;
+
 export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limit: number): Promise<ClaimNextResult> {
   const group = query.tenant ?? '';
-  const rows = await db.$queryRaw<(ClaimRow & { picked_task: string | null })[]>`
+  const rows = await db.$queryRaw<(ClaimRow & { seq: number | null; turn: bigint | number | null; first_task: string | null })[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     eligible AS (
       SELECT t.id, t.priority FROM fanout_task t
@@ -90,19 +93,27 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
       ORDER BY t.priority DESC, t.id
       LIMIT ${query.maxRunningTasks ?? null}::int
     ),
-    task AS (
-      SELECT e.id FROM eligible e
+    -- The tasks whose turn it is, in order: the next ones after the task served last.
+    turns AS (
+      SELECT e.id, row_number() OVER (ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id) AS turn
+      FROM eligible e
       WHERE EXISTS (SELECT 1 FROM fanout_item p
                     WHERE p.task_id = e.id AND p.status = 'pending' AND (p.retry_at IS NULL OR p.retry_at <= clock_timestamp()))
-      ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id
-      LIMIT 1
+      ORDER BY turn
+      LIMIT ${TASKS_PER_CLAIM}::int
     ),
+    -- Items of the first task, then of the next while there is room (small tasks share a claim).
+    -- The nested loop takes the tasks in turn and stops once the limit is reached.
     picked AS (
-      SELECT i.id, i.retry_at FROM fanout_item i
-      WHERE i.task_id = (SELECT id FROM task) AND i.status = 'pending' AND (i.retry_at IS NULL OR i.retry_at <= clock_timestamp())
-      ORDER BY i.seq
+      SELECT p.id, p.retry_at, t.turn FROM turns t
+      CROSS JOIN LATERAL (
+        SELECT i.id, i.retry_at FROM fanout_item i
+        WHERE i.task_id = t.id AND i.status = 'pending' AND (i.retry_at IS NULL OR i.retry_at <= clock_timestamp())
+        ORDER BY i.seq
+        LIMIT ${limit}::int
+        FOR UPDATE OF i SKIP LOCKED
+      ) p
       LIMIT ${limit}::int
-      FOR UPDATE OF i SKIP LOCKED
     ),
     claimed AS (
       UPDATE fanout_item i SET
@@ -111,17 +122,22 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
         attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp()), retry_at = NULL
       FROM picked, relaxed
       WHERE i.id = picked.id
-      RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
+      RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round, i.seq
     )
     SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
            -- When the item became due: its retry delay's end, or the start of its task's dispatch.
-           COALESCE(p.retry_at, t.started_at) AS due_at, (SELECT id FROM task) AS picked_task
+           COALESCE(p.retry_at, t.started_at) AS due_at, p.turn,
+           (SELECT id FROM turns ORDER BY turn LIMIT 1) AS first_task
     FROM (SELECT 1) one
     LEFT JOIN claimed c ON true
     LEFT JOIN picked p ON p.id = c.id
     LEFT JOIN fanout_task t ON t.id = c.task_id`;
-  const claimed = rows.filter((r) => r.id !== null).map(toClaimed);
-  return { claimed, taskId: rows[0]?.picked_task ?? null, atQuota: false };
+  // In turn, then in listing order.
+  const served = rows.filter((r) => r.id !== null).sort((x, y) => Number(x.turn) - Number(y.turn) || Number(x.seq) - Number(y.seq));
+  // The task served last (the next job starts after it), or the first whose turn it was when its
+  // items were all taken by concurrent claims.
+  const last = served.at(-1);
+  return { claimed: served.map(toClaimed), taskId: last?.task_id ?? rows[0]?.first_task ?? null, atQuota: false };
 }
 
 /**

@@ -11,6 +11,36 @@ const LIMIT = 'must be an integer from 1 to 1000';
 export const limit = z.coerce.number({ error: LIMIT }).int({ error: LIMIT }).min(1, { error: LIMIT }).max(1000, { error: LIMIT }).default(100);
 export const cursor = z.string().regex(/^\d{1,9}$/, { error: 'not a cursor this API returned (pass nextCursor from the previous page)' }).optional();
 
+/** What a finding and a discrepancy both say: which rule, where in the study, and what it found. */
+export const locatedSchema = z.object({
+  key: z.string(),
+  ruleId: z.string(),
+  subject: z.string().nullable(),
+  site: z.string().nullable(),
+  domain: z.string().nullable(),
+  dataset: z.string().nullable(),
+  recno: z.number().int().nullable(),
+  variables: z.array(z.string()),
+  values: z.array(z.string()),
+  message: z.string(),
+  severity: z.string(),
+});
+
+/** `locatedSchema`'s fields from a `qc_finding` or `qc_discrepancy` row. */
+export const locatedView = (r: Record<string, any>) => ({
+  key: r.key as string,
+  ruleId: r.rule_id as string,
+  subject: r.subject as string | null,
+  site: r.site as string | null,
+  domain: r.domain as string | null,
+  dataset: r.dataset as string | null,
+  recno: r.recno as number | null,
+  variables: (r.variables ?? []) as string[],
+  values: (r.values ?? []) as string[],
+  message: r.message as string,
+  severity: r.severity as string,
+});
+
 export const tenantOf = (c: Context): string => (c.get('principal') as { tenant: string }).tenant;
 
 /** The caller's study, or a 404 (another tenant's study is unknown, as in every route). */

@@ -1,23 +1,12 @@
 import { HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
-import { cursor, limit, ownedStudy, pageOf, tenantOf } from './common.ts';
+import { cursor, limit, locatedSchema, locatedView, ownedStudy, pageOf, tenantOf } from './common.ts';
 
 const keyParams = z.object({ id: z.uuid({ error: 'must be a study id (a UUID)' }), key: z.string().regex(/^[0-9a-f]{32}$/, { error: 'must be a discrepancy key (32 hex digits)' }) });
 const textBody = z.object({ text: z.string().trim().min(1, { error: 'a reason is required' }).max(4000) }).strict();
 
-const discrepancySchema = z.object({
-  key: z.string(),
-  ruleId: z.string(),
-  subject: z.string().nullable(),
-  site: z.string().nullable(),
-  domain: z.string().nullable(),
-  dataset: z.string().nullable(),
-  recno: z.number().int().nullable(),
-  variables: z.array(z.string()),
-  values: z.array(z.string()),
-  message: z.string(),
-  severity: z.string(),
+const discrepancySchema = locatedSchema.extend({
   status: z.enum(['open', 'resolved']),
   excluded: z.boolean(),
   exclusionReason: z.string().nullable(),
@@ -28,17 +17,7 @@ const discrepancySchema = z.object({
 });
 
 const view = (d: Record<string, any>) => ({
-  key: d.key,
-  ruleId: d.rule_id,
-  subject: d.subject,
-  site: d.site,
-  domain: d.domain,
-  dataset: d.dataset,
-  recno: d.recno,
-  variables: d.variables ?? [],
-  values: d.values ?? [],
-  message: d.message,
-  severity: d.severity,
+  ...locatedView(d),
   status: d.status,
   excluded: d.excluded_reason !== null,
   exclusionReason: d.excluded_reason,

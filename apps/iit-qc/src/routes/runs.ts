@@ -3,7 +3,7 @@ import { HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { QcDefinition } from '../definition.ts';
-import { cursor, idParams, limit, ownedRun, ownedStudy, pageOf, tenantOf } from './common.ts';
+import { cursor, idParams, limit, locatedSchema, locatedView, ownedRun, ownedStudy, pageOf, tenantOf } from './common.ts';
 
 const runSchema = z.object({
   id: z.uuid(),
@@ -31,37 +31,16 @@ const runView = (r: Awaited<ReturnType<typeof ownedRun>>) => ({
   finishedAt: r.finished_at?.toISOString() ?? null,
 });
 
-const findingSchema = z.object({
-  key: z.string(),
-  ruleId: z.string(),
+const findingSchema = locatedSchema.extend({
   level: z.string(),
-  subject: z.string().nullable(),
-  site: z.string().nullable(),
-  domain: z.string().nullable(),
-  dataset: z.string().nullable(),
-  recno: z.number().int().nullable(),
-  variables: z.array(z.string()),
-  values: z.array(z.string()),
-  message: z.string(),
-  severity: z.string(),
   change: z.string().nullable(),
   excluded: z.boolean(),
   studyId: z.uuid(),
 });
 
 export const findingView = (f: Record<string, any>) => ({
-  key: f.key,
-  ruleId: f.rule_id,
+  ...locatedView(f),
   level: f.level,
-  subject: f.subject,
-  site: f.site,
-  domain: f.domain,
-  dataset: f.dataset,
-  recno: f.recno,
-  variables: f.variables ?? [],
-  values: f.values ?? [],
-  message: f.message,
-  severity: f.severity,
   change: f.change,
   excluded: f.excluded,
   studyId: f.study_id,

@@ -1,21 +1,9 @@
+import { loopLagDuring } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { WorkerJobError, WorkerPool } from '../src/index.ts';
 
 const job = new URL('./fixtures/pool-job.ts', import.meta.url);
 
-/** The longest the event loop was blocked while `work` ran (sampled every 10 ms). */
-async function loopLagDuring<T>(work: Promise<T>): Promise<{ result: PromiseSettledResult<T>; maxLagMs: number }> {
-  let maxLagMs = 0;
-  let last = Date.now();
-  const timer = setInterval(() => {
-    const now = Date.now();
-    maxLagMs = Math.max(maxLagMs, now - last - 10);
-    last = now;
-  }, 10);
-  const [result] = await Promise.allSettled([work]);
-  clearInterval(timer);
-  return { result: result!, maxLagMs };
-}
 
 describe('worker pool', () => {
   it('runs jobs on threads and answers their values; the module’s errors come back with their name and code', async () => {

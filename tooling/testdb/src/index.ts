@@ -12,4 +12,5 @@ export { quoteIdent, withDatabase } from './sql.ts';
 export { localDatabase } from './local.ts';
 export type { LocalDatabase } from './local.ts';
 export { startProcess, waitFor } from './process.ts';
+export { loopLagDuring } from './loop-lag.ts';
 export type { PodProcess } from './process.ts';

@@ -130,6 +130,7 @@ export default defineApp({
           { label: 'Change', path: 'change' },
         ],
         filters: [{ name: 'rule', label: 'Rule' }, { name: 'subject', label: 'Subject' }, { name: 'site', label: 'Site' }, { name: 'status', label: 'Status', options: ['new', 'open', 'excluded'] }],
+        rowName: ['subject', 'ruleId', 'dataset', 'recno'],
         rowActions: [
           { label: 'Open query', method: 'POST', path: '/studies/{studyId}/discrepancies/{key}/queries', prompt: 'Query text' },
           { label: 'Exclude', method: 'POST', path: '/studies/{studyId}/discrepancies/{key}/exclusion', prompt: 'Reason for the exclusion', confirm: 'Exclude this discrepancy from this and later runs?' },
@@ -144,9 +145,13 @@ export default defineApp({
           { label: 'Record', path: 'recno', format: 'number' },
           { label: 'Values', path: 'values' },
         ],
-        filters: [{ name: 'subject', label: 'Subject' }, { name: 'dataset', label: 'Dataset' }],
+        filters: [{ name: 'subject', label: 'Subject', required: true }, { name: 'dataset', label: 'Dataset' }],
         empty: 'Type a subject (USUBJID or record id) to see their records.',
       },
+    ],
+    exports: [
+      { label: 'report (.xlsx)', path: '/runs/{id}/report.xlsx' },
+      { label: 'report (JSON)', path: '/runs/{id}/report.json' },
     ],
     pages: [
       {
@@ -167,6 +172,7 @@ export default defineApp({
               { label: 'Updated', path: 'updatedAt' },
             ],
             filters: [{ name: 'status', label: 'Status', options: ['OPEN', 'ANSWERED', 'CLOSED'] }],
+            rowName: ['subject', 'ruleId', 'status'],
             rowActions: [
               { label: 'Answer', method: 'POST', path: '/queries/{id}/answer', prompt: 'Answer', when: { field: 'status', values: ['OPEN'] } },
               { label: 'Close', method: 'POST', path: '/queries/{id}/close', prompt: 'Closing note', when: { field: 'status', values: ['OPEN', 'ANSWERED'] } },

@@ -66,6 +66,8 @@ export interface PanelFilter {
   label: string;
   /** The choices (an empty choice, "any", is added); without them, a text box. */
   options?: string[];
+  /** The panel asks its source only once this filter has a value (it shows `empty` until then). @default false */
+  required?: boolean;
 }
 
 /** A button on each row of a table panel: a request to the app with the row's fields in its path. */
@@ -73,7 +75,10 @@ export interface RowAction {
   /** The button's text: "Exclude". */
   label: string;
   method: 'POST' | 'DELETE';
-  /** Path under the API base with `{field}` placeholders filled from the row (and `{id}` the task's). */
+  /**
+   * Path under the API base with `{field}` placeholders filled from the row; `{id}` is the task's
+   * on a task's page, the row's own on a page of the app.
+   */
   path: string;
   /** Ask for a text first (the label of the box); it is sent as `{ "text": "..." }`. */
   prompt?: string;
@@ -91,6 +96,11 @@ export interface TablePanel {
   columns: ColumnSpec[];
   filters?: PanelFilter[];
   rowActions?: RowAction[];
+  /**
+   * The fields (dotted paths) that name a row in its buttons' accessible names ("Exclude: 01-701-1015
+   * SD0021 3"), when the first column alone does not tell the rows apart. @default the first column
+   */
+  rowName?: string[];
   /** Asked again (at most every 2 s) while the task's counters move. @default false */
   live?: boolean;
   /** Shown when the list is empty. @default 'Nothing to show.' */

@@ -62,4 +62,6 @@ export type { Browser, BrowserContext, Page } from 'playwright-core';
 export interface PageElement {
   getAttribute(name: string): string | null;
   querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): ArrayLike<PageElement>;
+  readonly textContent: string | null;
 }

@@ -65,11 +65,11 @@ export function runViewRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       path: '/runs/:id/records',
       summary: "A subject's records as the run checked them (the snapshot's dataset versions), optionally of one dataset: the drill-down from a finding",
       params: idParams,
-      query: z.object({ subject: z.string().min(1).max(200), dataset: z.string().max(8).optional(), limit, cursor }).strict(),
+      query: z.object({ subject: z.string().min(1).max(200), dataset: z.string().min(1).max(100).optional(), limit, cursor }).strict(),
       responses: { 200: z.object({ records: z.array(z.object({ dataset: z.string(), recno: z.number().int(), values: z.string() })), nextCursor: z.string().nullable() }) },
       async handler(c, { params, query }) {
         const run = await ownedRun(pool, c, params.id);
-        const datasets = (run.datasets as { id: string; name: string }[]).filter((d) => !query.dataset || d.name === query.dataset.toUpperCase());
+        const datasets = (run.datasets as { id: string; name: string }[]).filter((d) => !query.dataset || d.name.toLowerCase() === query.dataset.toLowerCase());
         const { rows } = await pool.query(
           `SELECT d.name AS dataset, r.recno, r.data::text AS values, row_number() OVER (ORDER BY d.name, r.recno) AS pos
            FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE r.subject = $1 AND r.dataset_id = ANY($2::uuid[]) ORDER BY pos OFFSET $3 LIMIT $4`,

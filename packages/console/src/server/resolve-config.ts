@@ -87,7 +87,13 @@ function filter(value: unknown, at: string): PanelFilter {
   const f = value as PanelFilter;
   if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(text(f.name, `${at}.name`))) fail(`${at}.name`, 'must be a query parameter name (letters, digits, _)');
   text(f.label, `${at}.label`);
-  return { name: f.name, label: f.label, ...(f.options === undefined ? {} : { options: strings(f.options, `${at}.options`) }) };
+  if (f.required !== undefined && typeof f.required !== 'boolean') fail(`${at}.required`, 'must be true or false');
+  return {
+    name: f.name,
+    label: f.label,
+    ...(f.options === undefined ? {} : { options: strings(f.options, `${at}.options`) }),
+    ...(f.required ? { required: true } : {}),
+  };
 }
 
 function rowAction(value: unknown, at: string): RowAction {
@@ -120,6 +126,7 @@ function tablePanel(value: unknown, at: string): TablePanel {
     columns: array(p.columns, `${at}.columns`, column),
     filters: array(p.filters, `${at}.filters`, filter),
     rowActions: array(p.rowActions, `${at}.rowActions`, rowAction),
+    ...(p.rowName !== undefined ? { rowName: strings(p.rowName, `${at}.rowName`) } : {}),
     live: p.live === true,
     empty: p.empty ?? 'Nothing to show.',
   };

@@ -34,6 +34,8 @@ describe('resolveConfig', () => {
     expect(bad({ detailPanels: [{ ...panel, source: { path: 'runs', list: 'rules' } }] })).toThrow(/config\.detailPanels\[0\]\.source\.path must be a path on the same origin/);
     expect(bad({ detailPanels: [{ ...panel, rowActions: [{ label: 'Exclude', method: 'PUT', path: '/x/{key}' }] }] })).toThrow('config.detailPanels[0].rowActions[0].method must be one of POST, DELETE');
     expect(bad({ detailPanels: [{ ...panel, filters: [{ name: 'a b', label: 'A' }] }] })).toThrow('config.detailPanels[0].filters[0].name must be a query parameter name (letters, digits, _)');
+    expect(bad({ detailPanels: [{ ...panel, rowName: 'subject' }] })).toThrow('config.detailPanels[0].rowName must be an array of strings');
+    expect(bad({ detailPanels: [{ ...panel, filters: [{ name: 'subject', label: 'Subject', required: 'yes' }] }] })).toThrow('config.detailPanels[0].filters[0].required must be true or false');
     expect(bad({ taskActions: [{ label: 'Publish', method: 'POST', path: '/loads/publish' }] })).toThrow('config.taskActions[0].path must contain the {id} placeholder');
     expect(bad({ pages: [{ title: 'Queries', slug: 'Queries!', panels: [] }] })).toThrow('config.pages[0].slug must match [a-z0-9-]+');
     expect(resolveConfig({ ...valid, detailPanels: [panel] }).detailPanels).toEqual([{ ...panel, filters: [], rowActions: [], live: false, empty: 'Nothing to show.' }]);

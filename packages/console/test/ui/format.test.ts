@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatAgo, formatCount, formatDateTime, formatDuration, formatRate, formatTime, zoneOf } from '../../src/ui/state/format.ts';
+import { formatAgo, formatCount, formatDateTime, formatDuration, formatRate, formatTime, shortId, zoneOf } from '../../src/ui/state/format.ts';
 
 describe('formatDateTime: the time zone is written out', () => {
   const iso = '2026-11-30T14:04:05Z';
@@ -58,5 +58,15 @@ describe('durations, rates, counts', () => {
 
   it('groups thousands', () => {
     expect(formatCount(12345)).toBe('12,345');
+  });
+});
+
+describe('shortId', () => {
+  it('keeps the random tail of UUIDv7 ids, so ids of one minute stay apart', () => {
+    const a = '01a22e60-5a1b-7c2d-8e3f-1234567890ab';
+    const b = '01a22e60-5a1b-7c2d-9e3f-abcdef123456';
+    expect(shortId(a)).toBe('01a22e60…7890ab');
+    expect(shortId(b)).not.toBe(shortId(a));
+    expect(shortId('a1b2c3')).toBe('a1b2c3');
   });
 });

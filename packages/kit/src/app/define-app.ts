@@ -1,4 +1,4 @@
-import type { ColumnSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } from '@fanout/console';
+import type { ColumnSpec, ExportSpec, NewTaskPanel, PageSpec, TablePanel, TaskActionSpec } from '@fanout/console';
 import type { AnyFanoutDefinition, Fanout, Logger } from '@fanout/core';
 import type { ResultExport, RouteSpec } from '@fanout/http';
 import type { PrismaPg } from '@prisma/adapter-pg';
@@ -41,6 +41,11 @@ export interface AppConsole {
   taskActions?: TaskActionSpec[];
   /** Pages of the app's own in the console's navigation. */
   pages?: PageSpec[];
+  /**
+   * Downloads of the app's own on a finished task's page (a report: `/runs/{id}/report.xlsx`),
+   * offered after the CSV and JSON of the app's `results`.
+   */
+  exports?: ExportSpec[];
 }
 
 /** Something a local run starts beside the app (e.g. a simulated LLM endpoint). */
@@ -71,7 +76,7 @@ export interface AppSpec<P extends AppPrismaClient = AppPrismaClient, E extends 
   routes?(ctx: AppContext<P, E, S>): readonly RouteSpec[];
   /** The results export of a finished task (`results.json`, `results.csv`). */
   results?(ctx: AppContext<P, E, S>): ResultExport<any>;
-  /** The operator console served at `/`; its exports are the app's `results`, when it has them. */
+  /** The operator console served at `/`; its downloads are the app's `results` (when it has them) and its own `exports`. */
   console: AppConsole | ((ctx: AppContext<P, E, S>) => AppConsole);
   /** A local run (`pnpm start`): its port, sample data, and services to start beside it. */
   local?: {

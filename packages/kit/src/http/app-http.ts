@@ -70,12 +70,15 @@ export function appHttp(rt: AppRuntime<any, any, any>, options: AppHttpOptions):
       detailPanels: panel.detailPanels ?? [],
       taskActions: panel.taskActions ?? [],
       pages: panel.pages ?? [],
-      exports: app.results
-        ? [
-            { label: 'CSV', path: '/tasks/{id}/results.csv' },
-            { label: 'JSON', path: '/tasks/{id}/results.json' },
-          ]
-        : [],
+      exports: [
+        ...(app.results
+          ? [
+              { label: 'CSV', path: '/tasks/{id}/results.csv' },
+              { label: 'JSON', path: '/tasks/{id}/results.json' },
+            ]
+          : []),
+        ...(panel.exports ?? []),
+      ],
     }),
   );
   return http;

@@ -100,5 +100,10 @@ const integer = new Intl.NumberFormat('en-US');
 /** A count with thousands separators: `12,345`. */
 export const formatCount = (n: number): string => integer.format(n);
 
-/** The short form of a task or item id, as shown and as named in buttons: its first 8 characters. */
-export const shortId = (id: string): string => id.slice(0, 8);
+/**
+ * The short form of a task or item id, as shown and as named in buttons: its first 8 characters
+ * (what the search box takes) and its last 6. The ids are UUIDv7, whose first characters are
+ * a timestamp: every task submitted within a minute starts alike, and only the random tail tells
+ * them apart.
+ */
+export const shortId = (id: string): string => (id.length > 16 ? `${id.slice(0, 8)}…${id.slice(-6)}` : id);

@@ -11,6 +11,18 @@ type Row = Record<string, unknown>;
 
 const actionOffered = (action: RowAction, row: Row) => !action.when || action.when.values.includes(String(valueAt(row, action.when.field) ?? ''));
 
+/** How a row's buttons name it: its `rowName` fields, else its first column, else its position. */
+function rowName(panel: TablePanel, row: Row, index: number): string {
+  if (panel.rowName && panel.rowName.length > 0) {
+    return panel.rowName
+      .map((path) => valueAt(row, path))
+      .filter((v) => v !== undefined && v !== null && v !== '')
+      .map(String)
+      .join(' ');
+  }
+  return panel.columns[0] ? formatColumn(row, panel.columns[0]) : String(index + 1);
+}
+
 /**
  * A table of the app's own data, from one of its routes: filters as query parameters, pages by
  * `nextCursor`, a button per row action. On a task's page `{id}` is the task's id, and a `live`
@@ -31,6 +43,11 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
   const load = useCallback(async () => {
     if (!base) return;
     request.current?.abort();
+    if (panel.filters?.some((f) => f.required && !filters[f.name]?.trim())) {
+      setPage({ rows: [], nextCursor: null });
+      setError(null);
+      return;
+    }
     const controller = new AbortController();
     request.current = controller;
     try {
@@ -41,7 +58,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
     } catch (e) {
       if (!isAbort(e)) setError(describeError(e));
     }
-  }, [api, base, filters, cursor, panel.source.list]);
+  }, [api, base, filters, cursor, panel.source.list, panel.filters]);
 
   useEffect(() => {
     void load();
@@ -63,8 +80,12 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
   };
 
   const act = async (action: RowAction, row: Row, key: string) => {
-    const path = fillPath(action.path, { ...row, id: taskId });
-    if (!path) return;
+    // On a task's page `{id}` is the task's; on a page of the app's own, the row's.
+    const path = fillPath(action.path, taskId === undefined ? row : { ...row, id: taskId });
+    if (!path) {
+      toast({ kind: 'error', text: `${action.label} failed: this row lacks a field of ${action.path}.` });
+      return;
+    }
     let text: string | null = null;
     if (action.prompt) {
       text = await ask({ title: action.label, body: action.confirm ?? `${action.label}: say why.`, prompt: action.prompt, confirmLabel: action.label, tone: 'primary' });
@@ -93,7 +114,10 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
         <div class="panel-filters" role="group" aria-label={`Filters of ${panel.title}`}>
           {panel.filters.map((f) => (
             <label key={f.name}>
-              <span>{f.label}</span>
+              <span>
+                {f.label}
+                {f.required ? <span class="required"> (required)</span> : null}
+              </span>
               {f.options ? (
                 <select value={filters[f.name] ?? ''} onChange={(e) => setFilter(f.name, e.currentTarget.value)}>
                   <option value="">Any</option>
@@ -132,7 +156,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
             </thead>
             <tbody>
               {page.rows.map((row, i) => {
-                const name = panel.columns[0] ? formatColumn(row, panel.columns[0]) : String(i + 1);
+                const name = rowName(panel, row, i);
                 return (
                   <tr key={i}>
                     {panel.columns.map((c) => (

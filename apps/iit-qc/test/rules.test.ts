@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { compareDates, isIsoDate, isPartialDate, roundTo } from '../src/rules/functions.ts';
+import { calcDiffers, compareDates, isIsoDate, isPartialDate, roundTo } from '../src/rules/functions.ts';
 import { translateCalculation } from '../src/rules/redcap-calc.ts';
 import { parseRuleSet, RuleSetError } from '../src/rules/rule-set.ts';
 
@@ -22,6 +22,9 @@ describe('rule functions', () => {
     expect(() => translateCalculation('if([a], 2, 3)')).toThrow('the function if() is not translated');
     expect(() => translateCalculation('[enrollment_arm_1][weight]')).toThrow('event-qualified');
     expect(roundTo(31.25, 1)).toBe(31.3);
+    expect(roundTo(-31.25, 1)).toBe(-31.3);
+    // Rule H: a calculation dividing by zero is blank, as REDCap leaves it.
+    expect([calcDiffers('31.3', 31.3), calcDiffers('31.2', 31.3), calcDiffers('', 31.3), calcDiffers('', Infinity), calcDiffers('5', Infinity)]).toEqual([false, true, true, false, true]);
   });
 
   it('refuses every bad rule of a set at once, each with its id', () => {

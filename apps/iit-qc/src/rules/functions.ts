@@ -136,6 +136,20 @@ export function roundTo(x: number, digits: number): number {
   return (Math.sign(x) * Math.round(Math.abs(x) * f + 1e-9)) / f;
 }
 
+const approxEqual = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+
+/**
+ * Whether a calc field's saved value differs from its calculation, as REDCap's rule H compares them:
+ * a calculation that gives no finite number (a division by zero) is blank, as REDCap leaves it, so
+ * then only a saved value differs; a finite result differs from a blank or non-numeric saved value
+ * (REDCap's "Fix calcs now" would write it).
+ */
+export function calcDiffers(saved: unknown, calculated: unknown): boolean {
+  const c = toNumber(calculated);
+  if (!Number.isFinite(c)) return !isBlank(saved);
+  return !isNumber(saved) || !approxEqual(toNumber(saved), c);
+}
+
 /** The functions every rule may call, with their CEL signatures. */
 export const RULE_FUNCTIONS: RuleFunction[] = [
   { signature: 'isBlank(dyn): bool', implementation: isBlank },
@@ -154,7 +168,8 @@ export const RULE_FUNCTIONS: RuleFunction[] = [
   { signature: 'pow(dyn, dyn): double', implementation: (x: unknown, y: unknown) => Math.pow(toNumber(x), toNumber(y)) },
   { signature: 'sqrt(dyn): double', implementation: (x: unknown) => Math.sqrt(toNumber(x)) },
   { signature: 'round(dyn, dyn): double', implementation: (x: unknown, d: unknown) => roundTo(toNumber(x), toNumber(d)) },
-  { signature: 'approxEqual(dyn, dyn): bool', implementation: (a: unknown, b: unknown) => Math.abs(toNumber(a) - toNumber(b)) <= 1e-9 * Math.max(1, Math.abs(toNumber(a)), Math.abs(toNumber(b))) },
+  { signature: 'approxEqual(dyn, dyn): bool', implementation: (a: unknown, b: unknown) => approxEqual(toNumber(a), toNumber(b)) },
+  { signature: 'calcDiffers(dyn, dyn): bool', implementation: calcDiffers },
   { signature: 'redcapFormatOk(dyn, string): bool', implementation: redcapFormatOk },
   { signature: 'outOfRange(dyn, string, dyn, dyn): bool', implementation: outOfRange },
   { signature: 'upper(dyn): string', implementation: (v: unknown) => text(v).toUpperCase() },

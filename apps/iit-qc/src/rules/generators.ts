@@ -129,6 +129,8 @@ export function redcapRules(dictionary: RedcapDictionary, options: { checks: str
       for (const calc of fields.filter((f) => f.type === 'calc' && f.calculation)) {
         try {
           const { cel, fields: inputs } = translateCalculation(calc.calculation!);
+          // REDCap leaves a calculation blank when one of its fields is blank (or not a number): then
+          // a saved value is the discrepancy; otherwise the saved value must be the result.
           const ready = inputs.map((i) => `isNumber(row.${i})`).join(' && ') || 'true';
           rules.push({
             id: `REDCAP-H-${form}-${calc.name}`,
@@ -139,7 +141,7 @@ export function redcapRules(dictionary: RedcapDictionary, options: { checks: str
             message: `Calculated field ${calc.name} differs from its calculation`,
             references: { redcap: 'H' },
             requires: [calc.name, ...inputs],
-            condition: `${ready} && (!isNumber(row.${calc.name}) || !approxEqual(num(row.${calc.name}), ${cel}))`,
+            condition: `${ready} ? calcDiffers(row.${calc.name}, ${cel}) : !isBlank(row.${calc.name})`,
           });
         } catch (error) {
           notes.push(`rule H: ${form}.${calc.name} is not checked, its calculation does not translate (${(error as Error).message})`);

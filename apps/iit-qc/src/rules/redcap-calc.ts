@@ -1,7 +1,7 @@
 // Translates a REDCap calculation (the "Choices, Calculations" of a calc field) into CEL, so rule H
 // can recompute it. Only arithmetic REDCap shares with CEL is translated: numbers, [field]
-// references, + - * / ^, parentheses, and round/roundup/rounddown/abs/sqrt/min/max/sum/mean.
-// Anything else (if(), datediff(), [event][field], smart variables) is refused with the reason.
+// references, + - * / ^, parentheses, round(), abs() and sqrt(). Anything else (if(), datediff(),
+// roundup(), sum() and the other functions, [event][field], smart variables) is refused with the reason.
 
 type Token = { kind: 'num' | 'field' | 'op' | 'name' | '(' | ')' | ','; text: string };
 

@@ -64,3 +64,44 @@ describe("an app's panels in the console", () => {
     await context.close();
   });
 });
+
+describe('a task whose items retention deleted', () => {
+  it("shows the task's own counts and says when its items went, without asking for them", async () => {
+    const { id } = (await (await t.call('POST', '/tasks', { body: { input: { count: 4 } } })).json()) as { id: string };
+    const pool = t.rt.ctx.pool;
+    const state = async () => (await pool.query('SELECT status, round, announced_round, fanin_round FROM fanout_task WHERE id = $1', [id])).rows[0];
+    await waitFor(async () => {
+      const row = await state();
+      return row.status === 'completed' && row.announced_round >= row.round && row.fanin_round >= row.round;
+    }, { message: 'the task completed, announced and fanned in' });
+    // As if it had finished two days ago, then purged by retention with a day's window.
+    await pool.query(`UPDATE fanout_task SET completed_at = now() - interval '2 days' WHERE id = $1`, [id]);
+    let purge;
+    do purge = await t.rt.fanout.store.purgeFinished!(86_400_000, 1000, ['kit_echo']);
+    while (purge.taskId !== null && purge.taskId !== id);
+    expect(purge).toMatchObject({ taskId: id, purged: true });
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    const refused: string[] = [];
+    page.on('pageerror', (e: Error) => errors.push(e.message));
+    page.on('response', (r) => {
+      if (r.status() === 410) refused.push(new URL(r.url()).pathname);
+    });
+    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+    await page.locator(`li.task-row[data-task-id="${id}"]`).waitFor();
+    await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+    await page.getByRole('note').filter({ hasText: /Its items and their logs were deleted by retention on .*; the task's counts above stay\./ }).waitFor();
+    const tiles = await page.locator('#counts-heading').locator('xpath=..').innerText();
+    expect(tiles).toMatch(/Succeeded\s+4/);
+    expect(await page.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
+    await page.screenshot({ path: join(shots, '3-purged-task.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    // The task was in the store before its page opened: none of its item routes was asked.
+    expect(refused).toEqual([]);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});

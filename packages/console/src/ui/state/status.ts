@@ -87,3 +87,19 @@ export const canRetryItem = (task: TaskView, item: ItemView): boolean => (task.s
 export const canArchive = (task: TaskView): boolean => isTerminal(task.status) && task.archivedAt === null;
 export const canDelete = (task: TaskView): boolean => isTerminal(task.status);
 export const canExport = (task: TaskView): boolean => isTerminal(task.status);
+
+/**
+ * The counts of a task whose items retention deleted, from the task's own counters (its items
+ * cannot be counted any more; a purged task has ended, so nothing is queued or running).
+ */
+export const purgedCounts = (task: TaskView): ItemCounts => ({
+  queued: 0,
+  waitingRetry: 0,
+  nextRetryAt: null,
+  running: 0,
+  succeeded: task.succeeded,
+  failed: task.failed,
+  retryableFailed: 0,
+  cancelled: task.cancelled,
+  total: task.total,
+});

@@ -6,9 +6,9 @@ import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { ProgressBar } from '../../components/ProgressBar.tsx';
 import { StatusBadge } from '../../components/StatusBadge.tsx';
 import { useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
-import { formatCount, shortId } from '../../state/format.ts';
+import { formatCount, formatDateTime, shortId } from '../../state/format.ts';
 import type { ItemTab } from '../../state/route.ts';
-import { progressText } from '../../state/status.ts';
+import { progressText, purgedCounts } from '../../state/status.ts';
 import { isTerminal, settledOf } from '../../state/task-merge.ts';
 import { useTaskActions } from '../task-actions.ts';
 import { CountsGrid } from './CountsGrid.tsx';
@@ -62,24 +62,30 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
     }
   }, [api, store, path]);
 
+  // A task whose items retention deleted has only its own counters: nothing more to ask.
+  const purged = useCallback(() => Boolean(store.get(id)?.purgedAt), [store, id]);
+
   const loadCounts = useCallback(async () => {
+    if (purged()) return;
     try {
       setCounts(await api.get<ItemCounts>(`${path}/counts`));
     } catch {
       // The tiles keep their last figures; the task's own state says the rest.
     }
-  }, [api, path]);
+  }, [api, path, purged]);
 
   const loadGroups = useCallback(async () => {
+    if (purged()) return;
     try {
       setGroups((await api.get<{ groups: FailureGroup[] }>(`${path}/failures`)).groups);
     } catch {
       // The groups shown stay; the items table still lists every failure.
     }
-  }, [api, path]);
+  }, [api, path, purged]);
 
   const loadItems = useCallback(async () => {
     itemsRequest.current?.abort();
+    if (purged()) return;
     const controller = new AbortController();
     itemsRequest.current = controller;
     const params = new URLSearchParams({ limit: String(PAGE) });
@@ -91,7 +97,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
     } catch (error) {
       if (!isAbort(error)) setItemsError(describeError(error));
     }
-  }, [api, path, filter, cursor]);
+  }, [api, path, filter, cursor, purged]);
 
   const refresh = useCallback(() => {
     void loadTask();
@@ -206,24 +212,29 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
 
       <section class="panel" aria-labelledby="counts-heading">
         <h2 id="counts-heading">Items by state</h2>
-        <CountsGrid counts={counts} />
+        <CountsGrid counts={task.purgedAt ? purgedCounts(task) : counts} />
       </section>
 
       {config.detailPanels.map((panel) => (
         <TablePanelView key={panel.title} panel={panel} taskId={task.id} version={signature(task)} />
       ))}
 
-      {groups && groups.length > 0 ? <FailureGroups task={task} groups={groups} downloading={downloading} download={() => void downloadFailures()} /> : null}
+      {!task.purgedAt && groups && groups.length > 0 ? <FailureGroups task={task} groups={groups} downloading={downloading} download={() => void downloadFailures()} /> : null}
 
       <section class="panel" aria-labelledby="items-heading">
         <div class="section-head">
           <h2 id="items-heading">Items</h2>
         </div>
-        <ItemFilters taskId={task.id} current={filter} counts={counts} />
-        {itemsError ? <ErrorNote message={`The items could not be loaded: ${itemsError}`} retry={() => void loadItems()} /> : null}
-        {page === null && !itemsError ? <p class="muted">Loading items…</p> : null}
-        {page && page.items.length === 0 ? <p class="empty">{filter === 'all' ? 'No items dispatched yet.' : `No ${itemFilterLabel(filter).toLowerCase()} items.`}</p> : null}
-        {page && page.items.length > 0 ? (
+        {task.purgedAt ? (
+          <p class="empty" role="note">
+            Its items and their logs were deleted by retention on {formatDateTime(task.purgedAt)}; the task's counts above stay.
+          </p>
+        ) : null}
+        {task.purgedAt ? null : <ItemFilters taskId={task.id} current={filter} counts={counts} />}
+        {task.purgedAt ? null : itemsError ? <ErrorNote message={`The items could not be loaded: ${itemsError}`} retry={() => void loadItems()} /> : null}
+        {task.purgedAt ? null : page === null && !itemsError ? <p class="muted">Loading items…</p> : null}
+        {!task.purgedAt && page && page.items.length === 0 ? <p class="empty">{filter === 'all' ? 'No items dispatched yet.' : `No ${itemFilterLabel(filter).toLowerCase()} items.`}</p> : null}
+        {!task.purgedAt && page && page.items.length > 0 ? (
           <ItemTable
             task={task}
             items={page.items}
@@ -235,7 +246,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
             label={`Items of task ${short}, ${itemFilterLabel(filter).toLowerCase()}, page ${pageNumber}`}
           />
         ) : null}
-        {page && (pageNumber > 1 || page.nextCursor) ? (
+        {!task.purgedAt && page && (pageNumber > 1 || page.nextCursor) ? (
           <div class="pager">
             <button type="button" disabled={pageNumber <= 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
               Previous page

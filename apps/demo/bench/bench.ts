@@ -3,7 +3,9 @@
 //   {"scenario","n","seconds","perSec","ratioToRaw","peakRssMb", ...}
 // ratioToRaw compares with raw pg-boss measured in the same run, since machines are noisy: at
 // each size raw and Fanout run in turns (BENCH_REPEATS times, default 5 up to 20,000 items, else
-// 1), and the pair with the median ratio is printed, with every pair's ratio in `ratios`.
+// 1), and the pair with the median ratio is printed, with every pair's ratio in `ratios`. Next to
+// each Fanout run, the stronger baselines: pg-boss run well (`pgboss_raw_wellrun`) and pg-boss's
+// own fan-in (`pgboss_flow`), each printed with `fanoutRatio` (Fanout's speed over theirs).
 // Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +27,9 @@ const repeatsFor = (n: number) => Number(process.env.BENCH_REPEATS ?? (n <= 20_0
 // arms alike), so the pair compares steady state rather than start-up (code compiled on first use).
 const otelWarmup = Number(process.env.BENCH_OTEL_WARMUP ?? 0);
 const scenarioPath = fileURLToPath(new URL('./scenario.ts', import.meta.url));
+// BENCH_BASELINES: the stronger baselines measured next to each Fanout run ("raw-wellrun,flow" by
+// default; "" for none).
+const baselines = (process.env.BENCH_BASELINES ?? 'raw-wellrun,flow').split(',').filter((b): b is 'raw-wellrun' | 'flow' => b === 'raw-wellrun' || b === 'flow');
 
 // The bench submits each task in a caller's trace (as an HTTP client sending `traceparent` would):
 // this process only propagates it (no SDK here, it is not measured), and the traced scenario
@@ -105,6 +110,17 @@ async function measureRaw(n: number) {
     // The whole machine includes the process's start-up; the worker's own is timed.
     cpuSeconds: { machineWithStartup: cpuDelta(cpuBefore), worker: raw.cpuSeconds },
   };
+}
+
+/**
+ * pg-boss run as well as it can be (workers first, jobs inserted in pages while they work, the
+ * queue's statistics refreshed, the clock stopped at the database's completion), or pg-boss's own
+ * fan-in (`flow()`: one job depending on n children, flow interval 1 s) until the fan-in job ran.
+ */
+async function measureBaseline(mode: 'raw-wellrun' | 'flow', n: number) {
+  const url = await freshDatabase(`bench_${mode.replace('-', '_')}_${n}`);
+  const result = await run([mode, url, String(n)]).result;
+  return { seconds: result.seconds!, perSec: Math.round(n / result.seconds!), peakRssMb: result.peakRssMb, liveHeapMb: result.liveHeapMb, cpuSeconds: result.cpuSeconds };
 }
 
 /**
@@ -224,10 +240,16 @@ const fanoutSeconds = new Map<number, number>();
 try {
   for (const n of sizes) {
     const pairs = [];
+    const against: Record<'raw-wellrun' | 'flow', { seconds: number; perSec: number; ratio: number; fanoutSeconds: number }[]> = { 'raw-wellrun': [], flow: [] };
     for (let i = 0; i < repeatsFor(n); i++) {
       const raw = await measureRaw(n);
       const fanout = await measureFanout(n);
       pairs.push({ raw, fanout, ratio: raw.seconds / fanout.seconds });
+      // The stronger baselines, each next to the Fanout run just made (the machine drifts).
+      for (const mode of baselines) {
+        const b = await measureBaseline(mode, n);
+        against[mode].push({ ...b, ratio: b.seconds / fanout.seconds, fanoutSeconds: fanout.seconds });
+      }
     }
     pairs.sort((a, b) => a.ratio - b.ratio);
     const median = pairs[Math.floor(pairs.length / 2)]!;
@@ -235,6 +257,21 @@ try {
     print({ ...median.raw, seconds: round(median.raw.seconds) });
     const { scenario, n: _n, seconds, perSec, spansByName: _byName, itemSpansInTrace: _inTrace, ...rest } = median.fanout;
     print({ scenario, n, seconds: round(seconds), perSec, ratioToRaw: round(median.ratio), ...ratios, ...rest });
+    for (const mode of baselines) {
+      const runs = against[mode].sort((a, b) => a.ratio - b.ratio);
+      const mid = runs[Math.floor(runs.length / 2)]!;
+      print({
+        scenario: mode === 'flow' ? 'pgboss_flow' : 'pgboss_raw_wellrun',
+        n,
+        seconds: round(mid.seconds),
+        perSec: mid.perSec,
+        fanoutSeconds: round(mid.fanoutSeconds),
+        fanoutPerSec: Math.round(n / mid.fanoutSeconds),
+        // Fanout's speed as a multiple of this baseline's (above 1: Fanout is faster).
+        fanoutRatio: round(mid.ratio),
+        ...(runs.length > 1 ? { fanoutRatios: runs.map((r) => round(r.ratio)) } : {}),
+      });
+    }
     fanoutSeconds.set(n, median.fanout.seconds);
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];

@@ -1,8 +1,14 @@
 // One benchmark process. Prints one JSON line on stdout when done: its timings and peak RSS.
 //   raw <url> <n>              insert n no-op jobs into a pg-boss queue and work them
+//   raw-wellrun <url> <n>      the same, run well: workers first, jobs inserted in pages of 1,000
+//                              while they work, the queue's statistics refreshed, the clock
+//                              stopped when the database has every job completed
+//   flow <url> <n>             pg-boss's own fan-in: one job depending on n no-op jobs (flow()),
+//                              until the fan-in job has run
 //   fanout-manager <url>       run Fanout managers only, until told to stop (SIGTERM)
 //   fanout-children <url>      run Fanout children only, until told to stop (SIGTERM)
 import { constants, PerformanceObserver } from 'node:perf_hooks';
+import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { createAppRuntime } from '../src/db.ts';
 import { BATCH, noop, WORKERS } from './noop.ts';
@@ -58,6 +64,62 @@ if (mode === 'raw') {
   const seconds = (performance.now() - started) / 1000;
   const cpuSeconds = cpuSince(cpu);
   const liveHeapMb = finalLiveHeapMb();
+  await boss.stop({ graceful: true });
+  console.log(JSON.stringify({ seconds, cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
+  process.exit(0);
+} else if (mode === 'raw-wellrun' || mode === 'flow') {
+  const n = Number(nArg);
+  const boss = new PgBoss({ connectionString: url, max: 10, useListenNotify: true, ...(mode === 'flow' ? { flowIntervalSeconds: 1 } : {}) });
+  boss.on('error', (e) => console.error(e));
+  await boss.start();
+  const queue = mode === 'flow' ? 'bench_flow_item' : 'bench_wellrun';
+  await boss.createQueue(queue, { notify: true });
+  // The fan-in queue polls: a job a flow unblocks sends no notification.
+  if (mode === 'flow') await boss.createQueue('bench_flow_fanin');
+  // A light watcher on its own connection, polled every 5 ms as the Fanout scenario's end is.
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
+  const fanIn = Promise.withResolvers<void>();
+  // Workers first, so the first page is worked while the next goes in.
+  let handled = 0;
+  const allHandled = Promise.withResolvers<void>();
+  await boss.work(queue, { batchSize: BATCH, localConcurrency: WORKERS, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
+    handled += jobs.length;
+    if (handled >= n) allHandled.resolve();
+  });
+  if (mode === 'flow') {
+    await boss.work('bench_flow_fanin', { pollingIntervalSeconds: 0.5 }, async () => {
+      fanIn.resolve();
+    });
+  }
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  if (mode === 'flow') {
+    const refs = Array.from({ length: n }, (_, i) => `i${i}`);
+    await boss.flow([...refs.map((ref, i) => ({ ref, name: queue, data: { i } })), { ref: 'fan-in', name: 'bench_flow_fanin', dependsOn: refs }]);
+    if (process.env.BENCH_FLOW_DEBUG) console.error(`flow inserted at ${Math.round(performance.now() - started)} ms`);
+    await allHandled.promise;
+    if (process.env.BENCH_FLOW_DEBUG) console.error(`items handled at ${Math.round(performance.now() - started)} ms`);
+    await fanIn.promise;
+  } else {
+    for (let i = 0; i < n; i += 1000) {
+      await boss.insert(queue, Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ data: { i: i + j } })));
+      // The planner sees the queue's real size (Fanout's manager refreshes its own statistics too).
+      if (i === 0 || i === 10_000) await watcher.query('ANALYZE pgboss.job');
+    }
+    // Every handler has returned; the clock stops when their completions are committed (asked
+    // only from then on, so the watching does not load the run).
+    await allHandled.promise;
+    for (;;) {
+      const { rows } = await watcher.query<{ open: boolean }>("SELECT EXISTS (SELECT 1 FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')) AS open", [queue]);
+      if (!rows[0]!.open) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const cpuSeconds = cpuSince(cpu);
+  const liveHeapMb = finalLiveHeapMb();
+  await watcher.end();
   await boss.stop({ graceful: true });
   console.log(JSON.stringify({ seconds, cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
   process.exit(0);

@@ -155,6 +155,18 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
   await completed(task.id);
   const seconds = (performance.now() - started) / 1000;
   const machineCpu = cpuDelta(cpuBefore);
+  // Where the time went, on the database's clock: until a manager took the task, its dispatch,
+  // until the first item started, and from the last item's start to the task's completion.
+  const { rows: [p] } = await watcher.query<Record<'to_manager' | 'dispatch' | 'to_first' | 'last_to_end', number>>(
+    `SELECT extract(epoch FROM t.started_at - t.created_at) * 1000 AS to_manager,
+            extract(epoch FROM t.dispatched_at - t.started_at) * 1000 AS dispatch,
+            extract(epoch FROM f.first - t.started_at) * 1000 AS to_first,
+            extract(epoch FROM t.completed_at - f.last) * 1000 AS last_to_end
+     FROM fanout_task t, LATERAL (SELECT min(started_at) AS first, max(started_at) AS last FROM fanout_item WHERE task_id = t.id) f
+     WHERE t.id = $1`,
+    [task.id],
+  );
+  const phasesMs = { toManager: Math.round(p!.to_manager), dispatch: Math.round(p!.dispatch), toFirstItem: Math.round(p!.to_first), lastItemToEnd: Math.round(p!.last_to_end) };
   await watcher.end();
   const finished = (await api.fanout.getTask(task.id))!;
   await api.close();
@@ -174,6 +186,7 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
     // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the two
     // processes) and each Fanout process.
     cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds },
+    phasesMs,
     spans: (managerStats.spans ?? 0) + (childStats.spans ?? 0),
     spansByName: sumByName(managerStats.spansByName, childStats.spansByName),
     itemSpansInTrace: childStats.itemSpansInTrace ?? 0,

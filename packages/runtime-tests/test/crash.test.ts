@@ -119,7 +119,7 @@ describe('crashes', () => {
     const task = await t.app.fanout.submit('test_batch', { count: 5000, managerFailAfter: 1200, item: { sleepMs: 60_000 } });
     const done = await finished(t, task.id, 30_000);
     expect(done).toMatchObject({ status: 'failed', stopReason: 'manager_failed', error: 'source_unreadable: the source list is unreadable' });
-    expect(done.total).toBeGreaterThanOrEqual(1000); // the pages committed before the failure
+    expect(done.total).toBeGreaterThanOrEqual(700); // the pages committed before the failure (100, 200, 400, then 500 each)
     expect(done.succeeded + done.failed + done.cancelled).toBe(done.total);
     expect(done.dispatchedAt).not.toBeNull();
   });

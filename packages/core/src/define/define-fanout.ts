@@ -65,7 +65,7 @@ export interface ManagerQueueOptions {
   expireInSeconds?: number;
   /** @default 30 */
   heartbeatSeconds?: number;
-  /** Items inserted (and jobs enqueued) per transaction. @default 1000 */
+  /** Items inserted (and jobs enqueued) per transaction; the first pages are smaller (100, 200, ...). @default 1000 */
   pageSize?: number;
   /** Pages inserted side by side while the listing goes on. @default 2 */
   pagesInFlight?: number;

@@ -18,11 +18,17 @@ function isListedItem(value: unknown): value is ListedItem<unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && 'key' in value;
 }
 
+/** The first page's size at most: it commits in a few milliseconds, so the first children start at once. */
+const FIRST_PAGE = 100;
+
 /**
- * Streams what `listItems` yields into pages, so memory holds one page whatever N is.
- * Accepts single items and arrays of items, from sync or async iterables.
+ * Streams what `listItems` yields into pages, so memory holds one page whatever N is. The first
+ * page holds at most FIRST_PAGE items and each next one twice as many, up to `size`: the first
+ * children start while the bigger pages go in. Accepts single items and arrays of items, from sync
+ * or async iterables.
  */
-async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, size: number): AsyncGenerator<ListedItem<T>[]> {
+async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, pageSize: number): AsyncGenerator<ListedItem<T>[]> {
+  let size = Math.min(pageSize, FIRST_PAGE);
   let page: ListedItem<T>[] = [];
   for await (const entry of source as AsyncIterable<unknown>) {
     const entries = Array.isArray(entry) ? entry : [entry];
@@ -34,6 +40,7 @@ async function* pages<T>(source: AsyncIterable<unknown> | Iterable<unknown>, siz
       if (page.length >= size) {
         yield page;
         page = [];
+        size = Math.min(pageSize, size * 2);
       }
     }
   }

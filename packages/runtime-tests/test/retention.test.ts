@@ -39,6 +39,11 @@ describe('retention', () => {
       expect(await itemsOf(old.id)).toBe(1500);
 
       await app.fanout.runMaintenance();
+      // Every step of the pass was timed into the process's stats (its presence report).
+      const steps = app.fanout.stats.snapshot().maintenance as Record<string, { passes: number; maxMs: number }>;
+      expect(Object.keys(steps).sort()).toEqual(['announce', 'fanIn', 'overdue', 'reconcile', 'recover', 'retention']);
+      expect(steps.retention!.passes).toBeGreaterThanOrEqual(1);
+      expect(steps.retention!.maxMs).toBeGreaterThan(0);
       expect(await itemsOf(old.id)).toBe(0);
       expect(await itemsOf(recent.id)).toBe(10);
       const purged = (await app.fanout.getTask(old.id))!;

@@ -27,6 +27,13 @@ export interface RecoveryCounts {
   countersRepaired: number;
 }
 
+/** How long a step of the maintenance loop took in this process: its passes, in all, the longest. */
+export interface MaintenanceStepStats {
+  passes: number;
+  totalMs: number;
+  maxMs: number;
+}
+
 /**
  * What one process did, kept in memory and reported with its presence: items settled per
  * bucket and kind with a duration histogram, handlers in flight, waits for the shared limits,
@@ -37,6 +44,8 @@ export class RuntimeStats {
   inFlight = 0;
   readonly recoveries: RecoveryCounts = { lapsedRequeued: 0, lapsedFailed: 0, orphansRequeued: 0, countersRepaired: 0 };
   readonly limits = new Map<string, LimitStats>();
+  /** The maintenance loop's steps (recover, overdue, reconcile, announce, fanIn, retention), timed. */
+  readonly maintenance = new Map<string, MaintenanceStepStats>();
   /** More counters for the presence report (telemetry's, a live stream's), merged into `snapshot()`. */
   readonly reporters: Array<() => Record<string, unknown>> = [];
   #samples = new Map<string, MetricSample & { durations: number[] }>();
@@ -77,6 +86,15 @@ export class RuntimeStats {
     }
   }
 
+  /** A maintenance step took `ms`. */
+  maintenanceStep(step: string, ms: number): void {
+    let stats = this.maintenance.get(step);
+    if (!stats) this.maintenance.set(step, (stats = { passes: 0, totalMs: 0, maxMs: 0 }));
+    stats.passes++;
+    stats.totalMs += ms;
+    stats.maxMs = Math.max(stats.maxMs, ms);
+  }
+
   /** The observer a limit reports its waits to. */
   limitObserver(name: string, kind: 'global' | 'rate', limit: number): LimitObserver {
     let stats = this.limits.get(name);
@@ -96,6 +114,11 @@ export class RuntimeStats {
   /** Counters for the presence report. */
   snapshot(): Record<string, unknown> {
     const more = Object.assign({}, ...this.reporters.map((report) => report()));
-    return { ...more, recoveries: { ...this.recoveries }, limits: Object.fromEntries([...this.limits].map(([name, s]) => [name, { ...s, waitedMs: Math.round(s.waitedMs) }])) };
+    return {
+      ...more,
+      recoveries: { ...this.recoveries },
+      limits: Object.fromEntries([...this.limits].map(([name, s]) => [name, { ...s, waitedMs: Math.round(s.waitedMs) }])),
+      maintenance: Object.fromEntries([...this.maintenance].map(([step, s]) => [step, { passes: s.passes, totalMs: Math.round(s.totalMs), maxMs: Math.round(s.maxMs) }])),
+    };
   }
 }

@@ -49,6 +49,31 @@ export function retentionMargin(retentionMs: number): number {
  * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
+  // Each step is timed into the process's stats (its presence report), so an operator sees which
+  // of the loop's queries grows with the tables.
+  const timed = async (step: string, run: () => Promise<void>) => {
+    const started = performance.now();
+    try {
+      await run();
+    } finally {
+      ctx.stats.maintenanceStep(step, performance.now() - started);
+    }
+  };
+  await timed('recover', () => recoverLapsed(ctx));
+  await timed('overdue', () => stopOverdue(ctx));
+  await timed('reconcile', () => reconcileIdle(ctx, settings));
+  await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
+  await timed('fanIn', () => runFanIns(ctx, null, kinds, settings.fanInLeaseMs));
+  const { retentionMs } = settings;
+  if (retentionMs !== null && ctx.store.purgeFinished) await timed('retention', () => purgeFinished(ctx, retentionMs, kinds));
+
+  // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
+  // (in whichever process) clears them.
+  if (Math.random() < 0.02) await ctx.store.pruneOperations(24 * 3600_000);
+}
+
+/** Items whose holder died (lease lapsed) go back to pending with a fresh job, or fail on their last attempt. */
+async function recoverLapsed(ctx: RuntimeContext): Promise<void> {
   const { store } = ctx;
   for (;;) {
     const recovered = await store.recoverLapsedItems(500, ctx.enqueueWork);
@@ -60,13 +85,21 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
     ctx.afterSettle(recovered.failed);
     if (recovered.requeued + recovered.failed.settled.length < 500) break;
   }
+}
 
+/** Running tasks past their deadline stop. */
+async function stopOverdue(ctx: RuntimeContext): Promise<void> {
+  const { store } = ctx;
   for (const taskId of await store.overdueTasks(100)) {
     const stopped = await store.stopTask(taskId, 'deadline', 'the task passed its deadline');
     if (stopped?.changed) ctx.logger.info('task passed its deadline', taskFields(stopped.task));
     if (stopped) ctx.announceTask(stopped.task);
   }
+}
 
+/** Idle unfinished tasks: counters recomputed, dead managers, orphaned items, quiet stopping tasks. */
+async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings): Promise<void> {
+  const { store } = ctx;
   for (const taskId of await store.reconcileCandidates(settings.reconcileIdleMs, 100)) {
     const result = await store.reconcile(taskId);
     if (!result) continue;
@@ -92,21 +125,15 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
       if (stopped) ctx.announceTask(stopped.task);
     }
   }
+}
 
-  await announceMissedEndings(ctx, kinds, settings);
-  await runFanIns(ctx, null, kinds, settings.fanInLeaseMs);
-
-  if (settings.retentionMs !== null && store.purgeFinished) {
-    for (let batch = 0; batch < PURGE_BATCHES_PER_PASS; batch++) {
-      const purge = await store.purgeFinished(settings.retentionMs, PURGE_BATCH, kinds);
-      if (purge.purged) ctx.logger.info('retention deleted the items of a finished task', { taskId: purge.taskId });
-      if (purge.taskId === null) break;
-    }
+/** Retention: the items and logs of tasks finished long ago, in bounded batches. */
+async function purgeFinished(ctx: RuntimeContext, retentionMs: number, kinds: readonly string[]): Promise<void> {
+  for (let batch = 0; batch < PURGE_BATCHES_PER_PASS; batch++) {
+    const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, kinds);
+    if (purge.purged) ctx.logger.info('retention deleted the items of a finished task', { taskId: purge.taskId });
+    if (purge.taskId === null) break;
   }
-
-  // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
-  // (in whichever process) clears them.
-  if (Math.random() < 0.02) await store.pruneOperations(24 * 3600_000);
 }
 
 /**

@@ -42,7 +42,7 @@ import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
 import type { PgPoolLike, PrismaClientLike, PrismaQueryable } from './prisma-like.ts';
-import { retryOnConflict } from './retry-on-conflict.ts';
+import { retryOnConflict, sqlStateOf } from './retry-on-conflict.ts';
 import * as announce from './sql/announce.ts';
 import * as claim from './sql/claim.ts';
 import * as controls from './sql/controls.ts';
@@ -286,7 +286,17 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async refreshStatistics(): Promise<void> {
-    await this.#db.$queryRaw`ANALYZE "fanout_item"`;
+    // ANALYZE waits at most 200 ms for its lock, and gives up: an autovacuum of the table holds a
+    // conflicting one, and a request still waiting after deadlock_timeout (1 s) cancels it. Under
+    // a steady load those cancels kept the table from ever being vacuumed, so the space of deleted
+    // and updated rows was never reused. Autovacuum analyzes the table itself.
+    await this.#transaction(async (tx) => {
+      await tx.$queryRaw`SELECT set_config('lock_timeout', '200ms', true)`;
+      await tx.$queryRaw`ANALYZE "fanout_item"`;
+    }).catch((error: unknown) => {
+      // 55P03: the lock was not granted in time; the next doubling of the dispatch tries again.
+      if (sqlStateOf(error) !== '55P03' && !String((error as Error)?.message).includes('lock timeout')) throw error;
+    });
   }
 
   async recoverLapsedItems(limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {

@@ -58,6 +58,27 @@ describe('retention', () => {
     }
   }, 90_000);
 
+  it("sets pg-boss's retention of the child queue's done jobs to match a retention shorter than an hour", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const deletion = async (app: ReturnType<typeof createAppRuntime>) =>
+      (await app.prisma.$queryRaw<{ s: number }[]>`SELECT deletion_seconds AS s FROM pgboss.queue WHERE name = 'test_batch_items'`)[0]!.s;
+    const short = createAppRuntime({ databaseUrl: db.url, definitions: [testDefinition()], maintenance: { intervalMs: 3_600_000, retentionMs: 120_000 } });
+    try {
+      await short.fanout.start({ managers: false, children: false, maintenance: false });
+      expect(await deletion(short)).toBe(120);
+    } finally {
+      await short.close();
+    }
+    // Started again without a retention (an existing queue is updated): an hour.
+    const kept = createAppRuntime({ databaseUrl: db.url, definitions: [testDefinition()], maintenance: { intervalMs: 3_600_000 } });
+    try {
+      await kept.fanout.start({ managers: false, children: false, maintenance: false });
+      expect(await deletion(kept)).toBe(3600);
+    } finally {
+      await kept.close();
+    }
+  });
+
   it('refuses a retention shorter than a minute, naming the setting', () => {
     expect(() => createAppRuntime({ databaseUrl: 'postgres://127.0.0.1:1/none', definitions: [testDefinition()], maintenance: { retentionMs: 1000 } })).toThrow(/maintenance\.retentionMs/);
   });

@@ -380,8 +380,9 @@ export class Fanout implements AsyncDisposable {
       retryDelayMax: child.retryDelayMaxSeconds,
       expireInSeconds: child.expireInSeconds,
       heartbeatSeconds: child.heartbeatSeconds,
-      // A done job is of no use to anyone: it claimed items, the items carry the work.
-      deleteAfterSeconds: 3600,
+      // A done job is of no use to anyone: it claimed items, the items carry the work. Kept an
+      // hour, or as long as the items when a shorter retention is set.
+      deleteAfterSeconds: Math.min(3600, Math.ceil((this.#maintenance.retentionMs ?? 3600_000) / 1000)),
       notify: true,
     };
     const managerQueue = {

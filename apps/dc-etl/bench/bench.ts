@@ -20,7 +20,7 @@
 // - worker memory: peak RSS of each worker process, sampled every 100 ms during the load.
 // - "scaling" (with scales 1 and 10): how much longer the 10x file took, for COPY, clean and
 //   load, and end to end, and the peak worker RSS at each size.
-import { createReadStream, createWriteStream, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +80,40 @@ function rssMb(pid: number): number {
   }
 }
 
+/**
+ * CPU seconds used so far by this process's descendants, by kind: the worker processes, and
+ * PostgreSQL's (the server this process started and its backends). The CPU the load costs on
+ * each side says what the two cores can give at best, whatever else runs on the machine.
+ */
+function cpuSeconds(workerPids: readonly number[]): { workers: number; postgres: number } {
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, { comm: string; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const fields = stat.slice(close + 2).split(' ');
+      parent.set(Number(name), Number(fields[1]));
+      ticks.set(Number(name), { comm, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // the process ended while the list was read
+    }
+  }
+  const mine = (pid: number) => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  let workers = 0;
+  let postgres = 0;
+  for (const [pid, t] of ticks) {
+    if (workerPids.includes(pid)) workers += t.ticks;
+    else if (t.comm === 'postgres' && mine(pid)) postgres += t.ticks;
+  }
+  return { workers: workers / 100, postgres: postgres / 100 };
+}
+
 /** Seconds for a plain COPY of the file into a fresh unlogged table of text columns. */
 async function plainCopy(pool: pg.Pool, file: string): Promise<number> {
   const client = await pool.connect();
@@ -109,8 +143,11 @@ try {
     await generate(file, rows);
     const bytes = statSync(file).size;
 
+    const workerPids = workers.map((w) => w.pid);
+    const copyCpu0 = cpuSeconds(workerPids);
     const copyBefore = await plainCopy(pool, file);
-    print({ scenario: 'plain COPY into an unlogged table', when: 'before the ETL', rows, bytes, seconds: round(copyBefore), rowsPerSec: Math.round(rows / copyBefore) });
+    const copyPgCpu = cpuSeconds(workerPids).postgres - copyCpu0.postgres;
+    print({ scenario: 'plain COPY into an unlogged table', when: 'before the ETL', rows, bytes, seconds: round(copyBefore), rowsPerSec: Math.round(rows / copyBefore), postgresCpuSeconds: round(copyPgCpu) });
 
     // The ETL: upload, the task (plan + chunks), the fan-in, sampled for worker memory throughout.
     const peak = new Map(workers.map((w) => [w.pid, 0]));
@@ -119,6 +156,8 @@ try {
     };
     const sampler = setInterval(sample, 100);
     const started = Date.now();
+    // The workers are idle during the upload (the API process takes it).
+    const loadCpu0 = cpuSeconds(workerPids);
     const form = new FormData();
     form.set('spec', spec.replace('target: covid_tests', `target: covid_${scale}`));
     form.set('chunkRecords', String(chunkRecords));
@@ -126,6 +165,17 @@ try {
     const res = await fetch(`${t.apiUrl}/api/etl/loads`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form });
     if (res.status !== 202) throw new Error(`POST /loads: ${res.status} ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
+    // The CPU of the clean and load (the task from its creation to its last chunk), read as soon
+    // as the task completes (the upload's CPU before, the fan-in's after, are not in it).
+    const loadCpu = await waitFor(
+      async () => {
+        const task = await t.rt.fanout.getTask(id);
+        if (!task?.completedAt) return null;
+        const now = cpuSeconds(workerPids);
+        return { workers: now.workers - loadCpu0.workers, postgres: now.postgres - loadCpu0.postgres };
+      },
+      { timeoutMs: 3_600_000, intervalMs: 50, message: 'the task completed' },
+    );
     const load = await waitFor(
       async () => {
         const { rows: r } = await pool.query('SELECT status, manifest, error FROM etl_load WHERE id = $1', [id]);
@@ -187,6 +237,8 @@ try {
       endToEndSeconds: round(endToEndSeconds),
       copySeconds: round(copySeconds),
       cleanLoadRatio: round(copySeconds / cleanLoadSeconds),
+      cleanLoadCpuSeconds: { workers: round(loadCpu.workers), postgres: round(loadCpu.postgres) },
+      copyPostgresCpuSeconds: round(copyPgCpu),
       endToEndRatio: round(copySeconds / endToEndSeconds),
       published: m.published,
       rejected: m.rejected,

@@ -56,6 +56,25 @@ export class CopyOut {
     this.#buf = bigger;
   }
 
+  /** Room for `n` more bytes in the current block, to write in place through `buffer` and `position`. */
+  ensure(n: number): void {
+    this.#room(n);
+  }
+
+  /** The current block (a new one after `ensure` or any write: read it again then). */
+  get buffer(): Buffer {
+    return this.#buf;
+  }
+
+  /** Where the next byte goes in `buffer`. */
+  get position(): number {
+    return this.#pos;
+  }
+
+  set position(p: number) {
+    this.#pos = p;
+  }
+
   byte(b: number): void {
     this.#room(1);
     this.#buf[this.#pos++] = b;

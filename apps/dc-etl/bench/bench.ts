@@ -80,38 +80,66 @@ function rssMb(pid: number): number {
   }
 }
 
-/**
- * CPU seconds used so far by this process's descendants, by kind: the worker processes, and
- * PostgreSQL's (the server this process started and its backends). The CPU the load costs on
- * each side says what the two cores can give at best, whatever else runs on the machine.
- */
-function cpuSeconds(workerPids: readonly number[]): { workers: number; postgres: number } {
-  const parent = new Map<number, number>();
-  const ticks = new Map<number, { comm: string; ticks: number }>();
+/** Each live process's CPU ticks (user + system) by pid, with its command and parent. */
+function processTicks(): Map<number, { comm: string; parent: number; ticks: number }> {
+  const found = new Map<number, { comm: string; parent: number; ticks: number }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const close = stat.lastIndexOf(')');
-      const comm = stat.slice(stat.indexOf('(') + 1, close);
       const fields = stat.slice(close + 2).split(' ');
-      parent.set(Number(name), Number(fields[1]));
-      ticks.set(Number(name), { comm, ticks: Number(fields[11]) + Number(fields[12]) });
+      found.set(Number(name), { comm: stat.slice(stat.indexOf('(') + 1, close), parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
     } catch {
       // the process ended while the list was read
     }
   }
-  const mine = (pid: number) => {
-    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === process.pid) return true;
-    return false;
-  };
-  let workers = 0;
-  let postgres = 0;
-  for (const [pid, t] of ticks) {
-    if (workerPids.includes(pid)) workers += t.ticks;
-    else if (t.comm === 'postgres' && mine(pid)) postgres += t.ticks;
+  return found;
+}
+
+/**
+ * The CPU seconds the worker processes and PostgreSQL (the server this process started, its
+ * backends) use from `start` to `stop`, sampled every 100 ms (a backend that ends counts up to
+ * its last sample). What the load costs on each side says what two cores can give at best,
+ * whatever else runs on the machine.
+ */
+class CpuMeter {
+  readonly #first = new Map<number, number>();
+  readonly #last = new Map<number, { kind: 'workers' | 'postgres'; ticks: number }>();
+  readonly #workers: readonly number[];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(workerPids: readonly number[]) {
+    this.#workers = workerPids;
   }
-  return { workers: workers / 100, postgres: postgres / 100 };
+
+  #sample(initial: boolean): void {
+    const all = processTicks();
+    const mine = (pid: number) => {
+      for (let p = all.get(pid)?.parent; p !== undefined && p > 1; p = all.get(p)?.parent) if (p === process.pid) return true;
+      return false;
+    };
+    for (const [pid, t] of all) {
+      const kind = this.#workers.includes(pid) ? 'workers' : t.comm === 'postgres' && mine(pid) ? 'postgres' : null;
+      if (!kind) continue;
+      if (initial) this.#first.set(pid, t.ticks);
+      this.#last.set(pid, { kind, ticks: t.ticks });
+    }
+  }
+
+  start(): this {
+    this.#sample(true);
+    this.#timer = setInterval(() => this.#sample(false), 100);
+    return this;
+  }
+
+  stop(): { workers: number; postgres: number } {
+    clearInterval(this.#timer);
+    this.#sample(false);
+    const used = { workers: 0, postgres: 0 };
+    for (const [pid, last] of this.#last) used[last.kind] += (last.ticks - (this.#first.get(pid) ?? 0)) / 100;
+    return used;
+  }
 }
 
 /** Seconds for a plain COPY of the file into a fresh unlogged table of text columns. */
@@ -144,9 +172,9 @@ try {
     const bytes = statSync(file).size;
 
     const workerPids = workers.map((w) => w.pid);
-    const copyCpu0 = cpuSeconds(workerPids);
+    const copyCpu = new CpuMeter(workerPids).start();
     const copyBefore = await plainCopy(pool, file);
-    const copyPgCpu = cpuSeconds(workerPids).postgres - copyCpu0.postgres;
+    const copyPgCpu = copyCpu.stop().postgres;
     print({ scenario: 'plain COPY into an unlogged table', when: 'before the ETL', rows, bytes, seconds: round(copyBefore), rowsPerSec: Math.round(rows / copyBefore), postgresCpuSeconds: round(copyPgCpu) });
 
     // The ETL: upload, the task (plan + chunks), the fan-in, sampled for worker memory throughout.
@@ -157,7 +185,7 @@ try {
     const sampler = setInterval(sample, 100);
     const started = Date.now();
     // The workers are idle during the upload (the API process takes it).
-    const loadCpu0 = cpuSeconds(workerPids);
+    const loadCpuMeter = new CpuMeter(workerPids).start();
     const form = new FormData();
     form.set('spec', spec.replace('target: covid_tests', `target: covid_${scale}`));
     form.set('chunkRecords', String(chunkRecords));
@@ -171,8 +199,7 @@ try {
       async () => {
         const task = await t.rt.fanout.getTask(id);
         if (!task?.completedAt) return null;
-        const now = cpuSeconds(workerPids);
-        return { workers: now.workers - loadCpu0.workers, postgres: now.postgres - loadCpu0.postgres };
+        return loadCpuMeter.stop();
       },
       { timeoutMs: 3_600_000, intervalMs: 50, message: 'the task completed' },
     );
@@ -197,8 +224,9 @@ try {
     // the chunks (first start to last finish, and the busy time of all of them), and the chunks'
     // own split of their time (reading, cleaning and encoding, the rest waiting on COPY).
     const timeline = (
-      await pool.query<{ plan: number; first_start: number; last_finish: number; busy: number; read_ms: number; encode_ms: number; total_ms: number }>(
-        `SELECT extract(epoch FROM t.dispatched_at - t.created_at)::float8 AS plan,
+      await pool.query<{ manager_start: number; plan: number; first_start: number; last_finish: number; busy: number; read_ms: number; encode_ms: number; total_ms: number }>(
+        `SELECT extract(epoch FROM t.started_at - t.created_at)::float8 AS manager_start,
+                extract(epoch FROM t.dispatched_at - t.created_at)::float8 AS plan,
                 extract(epoch FROM min(i.started_at) - t.created_at)::float8 AS first_start,
                 extract(epoch FROM max(i.finished_at) - t.created_at)::float8 AS last_finish,
                 extract(epoch FROM sum(i.finished_at - i.started_at))::float8 AS busy,
@@ -225,6 +253,7 @@ try {
       uploadSeconds: round(uploadSeconds),
       cleanLoadSeconds: round(cleanLoadSeconds),
       cleanLoadRowsPerSec: Math.round(rows / cleanLoadSeconds),
+      managerStartSeconds: round(timeline.manager_start),
       planSeconds: round(timeline.plan),
       firstChunkStartSeconds: round(timeline.first_start),
       lastChunkFinishSeconds: round(timeline.last_finish),

@@ -133,6 +133,8 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
       await client.query('DELETE FROM etl_reject WHERE load_id = $1 AND chunk_no = $2', [item.loadId, item.chunkNo]);
     }
     await pipeline(Readable.from(blocks()), client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN`)));
+    // PostgreSQL has every staging block: their memory goes to the next chunk.
+    encoder.stage.recycle();
     const rejectBlocks = encoder.rejects.take(true);
     if (rejectBlocks.length > 0) {
       await pipeline(Readable.from(rejectBlocks), client.query(copyFrom('COPY etl_reject (load_id, chunk_no, line, column_name, reason, message, raw) FROM STDIN')));

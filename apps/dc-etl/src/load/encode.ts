@@ -57,14 +57,15 @@ interface FastColumn {
   /** A rule reads it: its typed value is needed. */
   typed: boolean;
   /** The codelist's keys as UTF-8 (lower-case when it ignores case), their canonical values as strings and as COPY text, and whether each is over maxLength. */
-  ignoreCase: boolean;
-  codeKeys: Uint8Array[];
+  codeKeys: WordSet;
   codeValues: string[];
   codeCopy: Uint8Array[];
   codeTooLong: boolean[];
-  /** A boolean's true and false words, lower-case, as bytes. */
-  trueWords: Uint8Array[];
-  falseWords: Uint8Array[];
+  /** A boolean's words, lower-case, true ones first, and how many are true. */
+  booleanWords: WordSet;
+  trueWords: number;
+  /** Quick rules on this column's value, tested as it is read (an integer or number column). */
+  rules: QuickRule[];
 }
 
 /**
@@ -92,6 +93,16 @@ function quickRules(compiled: CompiledSpec): QuickRule[] | null {
     quick.push({ slot, op: m[2] as QuickRule['op'], limit: Number(m[3]), rejectWhen: r.rejectWhen });
   }
   return quick;
+}
+
+/** Whether one of `rules` (all on one column) rejects its value `v`. */
+function quickRejects(rules: readonly QuickRule[], v: number): boolean {
+  for (let k = 0; k < rules.length; k++) {
+    const r = rules[k]!;
+    const outcome = r.op === '<' ? v < r.limit : r.op === '<=' ? v <= r.limit : r.op === '>' ? v > r.limit : v >= r.limit;
+    if (outcome === r.rejectWhen) return true;
+  }
+  return false;
 }
 
 const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13);
@@ -124,10 +135,40 @@ function sameBytes(src: Uint8Array, s: number, e: number, word: Uint8Array, lowe
   return true;
 }
 
-/** Which of `words` bytes `s..e` are: its index, or -1. */
-function wordIndex(src: Uint8Array, s: number, e: number, words: readonly Uint8Array[], lower: boolean): number {
-  for (let k = 0; k < words.length; k++) if (sameBytes(src, s, e, words[k]!, lower)) return k;
-  return -1;
+/**
+ * Words to find a field among (a codelist's keys, a boolean's words), ASCII-lower-cased first
+ * when `lower`: a table by length and first byte names the one word to compare with, so a
+ * field is compared with one word at most (with each only when several share both).
+ */
+class WordSet {
+  readonly words: readonly Uint8Array[];
+  readonly #lower: boolean;
+  // (length * 256 + first byte) -> index + 1, 0 for none, -1 for several.
+  readonly #table = new Int32Array(32 * 256);
+
+  constructor(words: readonly Uint8Array[], lower: boolean) {
+    this.words = words;
+    this.#lower = lower;
+    words.forEach((w, k) => {
+      if (w.length === 0 || w.length >= 32) return;
+      const at = w.length * 256 + w[0]!;
+      this.#table[at] = this.#table[at] === 0 ? k + 1 : -1;
+    });
+  }
+
+  /** Which word bytes `s..e` are: its index, or -1. */
+  find(src: Uint8Array, s: number, e: number): number {
+    const len = e - s;
+    if (len > 0 && len < 32) {
+      let first = src[s]!;
+      if (this.#lower && first >= 0x41 && first <= 0x5a) first += 32;
+      const entry = this.#table[len * 256 + first]!;
+      if (entry === 0) return -1;
+      if (entry > 0) return sameBytes(src, s, e, this.words[entry - 1]!, this.#lower) ? entry - 1 : -1;
+    }
+    for (let k = 0; k < this.words.length; k++) if (sameBytes(src, s, e, this.words[k]!, this.#lower)) return k;
+    return -1;
+  }
 }
 
 function hasNonAscii(src: Uint8Array, s: number, e: number): boolean {
@@ -158,7 +199,7 @@ function copyField(src: Uint8Array, s: number, e: number, buf: Uint8Array, p: nu
 /** A non-negative safe integer in decimal into `buf` at `p`; the next position. */
 function putUint(buf: Uint8Array, p: number, n: number): number {
   let digits = 1;
-  for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+  for (let x = 10; x <= n && digits < 16; x *= 10) digits++;
   const end = p + digits;
   for (let q = end; q > p; ) {
     buf[--q] = 0x30 + (n % 10);
@@ -206,6 +247,8 @@ export class ChunkEncoder {
   readonly #columns: FastColumn[];
   readonly #hasRules: boolean;
   readonly #quickRules: QuickRule[] | null;
+  /** The quick rules not tested as their column is read. */
+  readonly #laterRules: QuickRule[] | null;
   readonly #fast: boolean;
   readonly #width: number;
   /** 1 when each record starts with its line number, else 0: where the data fields start. */
@@ -269,7 +312,12 @@ export class ChunkEncoder {
     this.#hasRules = options.compiled.rules.length > 0;
     this.#quickRules = quickRules(options.compiled);
     this.#fast = options.fastPath ?? true;
-    const typed = this.#cleaner.ruleSlots;
+    // Quick rules on a fast integer or number column are tested as the value is read; the
+    // others (on a column the reference code reads) once the row is read, from `#values`.
+    const inline = (slot: number) => this.#cleaner.readers.some((r) => r.slot === slot && r.indices.length === 1 && r.indices[0]! >= 0 && !r.column.split && !r.column.unit && !r.column.codelist && (r.column.type === 'integer' || r.column.type === 'number'));
+    this.#laterRules = this.#quickRules?.filter((r) => !inline(r.slot)) ?? null;
+    // The rules' values, in `#values`: those CEL reads, or the quick rules tested once the row is read.
+    const typed = this.#quickRules ? new Set(this.#laterRules!.map((r) => r.slot)) : this.#cleaner.ruleSlots;
     const bytes = (values: Iterable<string>) => [...values].map((v) => Buffer.from(v, 'utf8'));
     this.#columns = this.#cleaner.readers.map((reader, index) => {
       const c = reader.column;
@@ -298,13 +346,13 @@ export class ChunkEncoder {
         tokenLengths: nullTokens.reduce((mask, t) => (t.length < 31 ? mask | (1 << t.length) : mask), 0),
         longTokens: nullTokens.some((t) => t.length >= 31),
         typed: typed.has(reader.slot) || (reader.unitSlot !== -1 && typed.has(reader.unitSlot)),
-        ignoreCase: c.codelist?.ignoreCase ?? false,
-        codeKeys: c.codelist ? bytes(c.codelist.values.keys()) : [],
+        codeKeys: new WordSet(c.codelist ? bytes(c.codelist.values.keys()) : [], c.codelist?.ignoreCase ?? false),
         codeValues,
         codeCopy: codeValues.map(copyText),
         codeTooLong: codeValues.map((v) => c.maxLength !== null && v.length > c.maxLength),
-        trueWords: bytes(c.trueValues),
-        falseWords: bytes(c.falseValues),
+        booleanWords: new WordSet([...bytes(c.trueValues), ...bytes(c.falseValues)], true),
+        trueWords: c.trueValues.size,
+        rules: kind === Kind.Integer || kind === Kind.Number ? (this.#quickRules ?? []).filter((r) => r.slot === reader.slot) : [],
       };
     });
     // A fast row: its prefix and line number, then per column a tab and at most twice its field
@@ -461,10 +509,10 @@ export class ChunkEncoder {
     for (let k = 0; k < columns.length; k++) {
       const col = columns[k]!;
       buf[p++] = TAB;
-      let next = col.kind === Kind.Generic ? GENERIC : this.#fastColumn(col, src, buf, p, escape, nonAscii);
+      let next = col.kind === Kind.Generic ? GENERIC : this.#fastColumn(col, src, fs[col.field]!, fe[col.field]!, buf, p, escape, nonAscii);
       if (next === GENERIC) {
         out.position = p;
-        if (this.#genericColumn(col, out)) {
+        if (this.#genericColumn(col, out) && (col.rules.length === 0 || !this.#quickRejects(col.rules))) {
           out.ensure(room);
           buf = out.buffer;
           next = out.position;
@@ -477,7 +525,7 @@ export class ChunkEncoder {
       }
       p = next;
     }
-    if (this.#hasRules && (this.#quickRules ? this.#quickRejects(this.#quickRules) : this.#cleaner.ruleProblems(this.#values, null) !== null)) {
+    if (this.#hasRules && (this.#laterRules ? this.#laterRules.length > 0 && this.#quickRejects(this.#laterRules) : this.#cleaner.ruleProblems(this.#values, null) !== null)) {
       out.dropRow();
       this.counts.rowsIn--;
       return this.#slowPlain(start, end);
@@ -520,9 +568,7 @@ export class ChunkEncoder {
     for (const r of rules) {
       const v = values[r.slot];
       if (v === null) continue;
-      if (typeof v !== 'number') return true;
-      const outcome = r.op === '<' ? v < r.limit : r.op === '<=' ? v <= r.limit : r.op === '>' ? v > r.limit : v >= r.limit;
-      if (outcome === r.rejectWhen) return true;
+      if (typeof v !== 'number' || quickRejects([r], v)) return true;
     }
     return false;
   }
@@ -542,9 +588,7 @@ export class ChunkEncoder {
    * position, SLOW when it is not (or might not be: the reference path decides and says why),
    * GENERIC when the reference code is to read the column.
    */
-  #fastColumn(col: FastColumn, src: Buffer, buf: Uint8Array, p: number, escape: boolean, nonAscii: boolean): number {
-    let s = this.#fs[col.field]!;
-    let e = this.#fe[col.field]!;
+  #fastColumn(col: FastColumn, src: Buffer, s: number, e: number, buf: Uint8Array, p: number, escape: boolean, nonAscii: boolean): number {
     if (this.#trim) {
       while (s < e && isSpace(src[s]!)) s++;
       while (e > s && isSpace(src[e - 1]!)) e--;
@@ -570,7 +614,7 @@ export class ChunkEncoder {
         if (col.column.codelist) {
           // Found in place when it is ASCII; non-ASCII is lower-cased by `toLowerCase`.
           if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
-          const found = wordIndex(src, s, e, col.codeKeys, col.ignoreCase);
+          const found = col.codeKeys.find(src, s, e);
           if (found === -1 || col.codeTooLong[found]) return SLOW;
           const copy = col.codeCopy[found]!;
           for (let j = 0; j < copy.length; j++) buf[p++] = copy[j]!;
@@ -600,6 +644,7 @@ export class ChunkEncoder {
           if (digit < 0 || digit > 9) return SLOW;
           m = m * 10 + digit;
         }
+        if (col.rules.length > 0 && quickRejects(col.rules, sign * m)) return SLOW;
         if (col.typed) this.#values[col.slot] = sign * m;
         return copyField(src, s, e, buf, p, false);
       }
@@ -632,6 +677,7 @@ export class ChunkEncoder {
         }
         if (digits === 0) return SLOW;
         if (digits > 15) return GENERIC;
+        if (col.rules.length > 0 && quickRejects(col.rules, (sign * m) / POW10[digits - intDigits]!)) return SLOW;
         if (col.typed) this.#values[col.slot] = (sign * m) / POW10[digits - intDigits]!;
         // Zero, whatever its sign or digits: written as the reference writes it.
         if (m === 0) {
@@ -648,10 +694,9 @@ export class ChunkEncoder {
       case Kind.Boolean: {
         // Lower-casing beyond ASCII is left to `toLowerCase`.
         if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
-        let value: boolean;
-        if (wordIndex(src, s, e, col.trueWords, true) !== -1) value = true;
-        else if (wordIndex(src, s, e, col.falseWords, true) !== -1) value = false;
-        else return GENERIC;
+        const found = col.booleanWords.find(src, s, e);
+        if (found === -1) return GENERIC;
+        const value = found < col.trueWords;
         buf[p++] = value ? 0x74 : 0x66;
         if (col.typed) this.#values[col.slot] = value;
         return p;

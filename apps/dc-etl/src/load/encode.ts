@@ -50,10 +50,8 @@ interface FastColumn {
   required: boolean;
   maxLength: number | null;
   decimalComma: boolean;
-  /** The null tokens as UTF-8; a bit for each length under 31 bytes they have, and whether one is longer. */
-  nullTokens: Uint8Array[];
-  tokenLengths: number;
-  longTokens: boolean;
+  /** The null tokens as UTF-8. */
+  nullTokens: WordSet;
   /** A rule reads it: its typed value is needed. */
   typed: boolean;
   /** The codelist's keys as UTF-8 (lower-case when it ignores case), their canonical values as strings and as COPY text, and whether each is over maxLength. */
@@ -145,10 +143,13 @@ class WordSet {
   readonly #lower: boolean;
   // (length * 256 + first byte) -> index + 1, 0 for none, -1 for several.
   readonly #table = new Int32Array(32 * 256);
+  // A bit for each length under 31 bytes a word has (most fields have none of them).
+  readonly #lengths: number;
 
   constructor(words: readonly Uint8Array[], lower: boolean) {
     this.words = words;
     this.#lower = lower;
+    this.#lengths = words.reduce((mask, w) => (w.length < 31 ? mask | (1 << w.length) : mask), 0);
     words.forEach((w, k) => {
       if (w.length === 0 || w.length >= 32) return;
       const at = w.length * 256 + w[0]!;
@@ -159,6 +160,7 @@ class WordSet {
   /** Which word bytes `s..e` are: its index, or -1. */
   find(src: Uint8Array, s: number, e: number): number {
     const len = e - s;
+    if (len < 31 && ((this.#lengths >>> len) & 1) === 0) return -1;
     if (len > 0 && len < 32) {
       let first = src[s]!;
       if (this.#lower && first >= 0x41 && first <= 0x5a) first += 32;
@@ -174,6 +176,101 @@ class WordSet {
 function hasNonAscii(src: Uint8Array, s: number, e: number): boolean {
   for (let i = s; i < e; i++) if (src[i]! >= 0x80) return true;
   return false;
+}
+
+// What the last integer, number or boolean read was (1 for true; numbers only when asked for),
+// and the last word found: the readers below answer the next write position, and leave these
+// for the rules and typed values (a double in a typed array, not a new heap number each time).
+const lastValue = new Float64Array(1);
+let lastWord = -1;
+
+/** An integer (`[+-]?digits`, at most 15 of them) written as it is: the next position, SLOW or GENERIC. */
+function writeInteger(src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number): number {
+  let i = s;
+  let sign = 1;
+  const first = src[i]!;
+  if (first === 0x2b || first === 0x2d) {
+    if (first === 0x2d) sign = -1;
+    i++;
+  }
+  if (i === e || e - i > 15) return GENERIC;
+  let m = 0;
+  for (; i < e; i++) {
+    const digit = src[i]! - 0x30;
+    if (digit < 0 || digit > 9) return SLOW;
+    m = m * 10 + digit;
+  }
+  lastValue[0] = sign * m;
+  return copyField(src, s, e, buf, p, false);
+}
+
+/**
+ * A number `[+-]? (digits [. digits?] | . digits)`, no exponent, at most 15 digits: its value is
+ * m / 10^k exactly rounded, as Number() reads it. Written as it is (a decimal comma as a point,
+ * zero as 0, as the reference writes them): the next position; SLOW or GENERIC otherwise.
+ */
+function writeDecimal(src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number, decimalComma: boolean, needValue: boolean): number {
+  let i = s;
+  let sign = 1;
+  const first = src[i]!;
+  if (first === 0x2b || first === 0x2d) {
+    if (first === 0x2d) sign = -1;
+    i++;
+  }
+  let m = 0;
+  let digits = 0;
+  let intDigits = 0;
+  let point = -1;
+  for (; i < e; i++) {
+    const ch = src[i]!;
+    const digit = ch - 0x30;
+    if (digit >= 0 && digit <= 9) {
+      m = m * 10 + digit;
+      digits++;
+      if (point === -1) intDigits++;
+    } else if (point === -1 && (ch === 0x2e || (ch === 0x2c && decimalComma))) {
+      point = i;
+    } else if (ch === 0x65 || ch === 0x45) {
+      return GENERIC;
+    } else return SLOW;
+  }
+  if (digits === 0) return SLOW;
+  if (digits > 15) return GENERIC;
+  if (needValue) lastValue[0] = (sign * m) / POW10[digits - intDigits]!;
+  if (m === 0) {
+    buf[p] = 0x30;
+    return p + 1;
+  }
+  if (point !== -1 && src[point] === 0x2c) {
+    p = copyField(src, s, point, buf, p, false);
+    buf[p++] = 0x2e;
+    return copyField(src, point + 1, e, buf, p, false);
+  }
+  return copyField(src, s, e, buf, p, false);
+}
+
+/** A codelist value, found in place when it is ASCII: its canonical value written; SLOW or GENERIC otherwise. */
+function writeCode(col: FastColumn, src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number, nonAscii: boolean): number {
+  // Non-ASCII is lower-cased by `toLowerCase`: the reference reads it.
+  if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
+  const found = col.codeKeys.find(src, s, e);
+  if (found === -1 || col.codeTooLong[found]) return SLOW;
+  const copy = col.codeCopy[found]!;
+  for (let j = 0; j < copy.length; j++) buf[p++] = copy[j]!;
+  lastWord = found;
+  return p;
+}
+
+/** A boolean's word written as t or f; GENERIC for anything else (the reference reads it). */
+function writeBoolean(col: FastColumn, src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number, nonAscii: boolean): number {
+  // Lower-casing beyond ASCII is left to `toLowerCase`.
+  if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
+  const found = col.booleanWords.find(src, s, e);
+  if (found === -1) return GENERIC;
+  const value = found < col.trueWords;
+  lastValue[0] = value ? 1 : 0;
+  buf[p] = value ? 0x74 : 0x66;
+  return p + 1;
 }
 
 /** Bytes `s..e` copied into `buf` at `p`, escaped for COPY text when `escape`; the next position. */
@@ -342,9 +439,7 @@ export class ChunkEncoder {
         required: c.required,
         maxLength: c.maxLength,
         decimalComma: c.decimalComma,
-        nullTokens,
-        tokenLengths: nullTokens.reduce((mask, t) => (t.length < 31 ? mask | (1 << t.length) : mask), 0),
-        longTokens: nullTokens.some((t) => t.length >= 31),
+        nullTokens: new WordSet(nullTokens, false),
         typed: typed.has(reader.slot) || (reader.unitSlot !== -1 && typed.has(reader.unitSlot)),
         codeKeys: new WordSet(c.codelist ? bytes(c.codelist.values.keys()) : [], c.codelist?.ignoreCase ?? false),
         codeValues,
@@ -505,11 +600,54 @@ export class ChunkEncoder {
       p = out.position;
     }
     const nonAscii = !this.#ascii;
+    const trim = this.#trim;
+    const values = this.#values;
     const columns = this.#columns;
     for (let k = 0; k < columns.length; k++) {
       const col = columns[k]!;
       buf[p++] = TAB;
-      let next = col.kind === Kind.Generic ? GENERIC : this.#fastColumn(col, src, fs[col.field]!, fe[col.field]!, buf, p, escape, nonAscii);
+      const kind = col.kind;
+      let next = GENERIC;
+      if (kind !== Kind.Generic) {
+        let s = fs[col.field]!;
+        let e = fe[col.field]!;
+        if (trim) {
+          while (s < e && isSpace(src[s]!)) s++;
+          while (e > s && isSpace(src[e - 1]!)) e--;
+        }
+        // Around a non-ASCII character there may be Unicode spaces to trim: the reference reads it.
+        if (s < e && trim && (src[s]! >= 0x80 || src[e - 1]! >= 0x80)) next = GENERIC;
+        else if (col.nullTokens.find(src, s, e) !== -1) {
+          if (col.required) next = SLOW;
+          else {
+            buf[p] = BACKSLASH;
+            buf[p + 1] = 0x4e; // N
+            next = p + 2;
+            if (col.typed) values[col.slot] = null;
+          }
+        } else if (s === e && kind !== Kind.Text) next = GENERIC;
+        else if (kind === Kind.Text) {
+          if (col.column.codelist) {
+            next = writeCode(col, src, s, e, buf, p, nonAscii);
+            if (next >= 0 && col.typed) values[col.slot] = col.codeValues[lastWord]!;
+          } else if (col.maxLength !== null && ((nonAscii && hasNonAscii(src, s, e)) || e - s > col.maxLength)) {
+            // maxLength counts characters as JavaScript does: the reference counts non-ASCII text.
+            next = nonAscii && hasNonAscii(src, s, e) ? GENERIC : SLOW;
+          } else {
+            next = copyField(src, s, e, buf, p, escape);
+            if (col.typed) values[col.slot] = src.toString('utf8', s, e);
+          }
+        } else if (kind === Kind.Boolean) {
+          next = writeBoolean(col, src, s, e, buf, p, nonAscii);
+          if (next >= 0 && col.typed) values[col.slot] = lastValue[0] === 1;
+        } else {
+          next = kind === Kind.Integer ? writeInteger(src, s, e, buf, p) : writeDecimal(src, s, e, buf, p, col.decimalComma, col.rules.length > 0 || col.typed);
+          if (next >= 0) {
+            if (col.rules.length > 0 && quickRejects(col.rules, lastValue[0]!)) next = SLOW;
+            else if (col.typed) values[col.slot] = lastValue[0]!;
+          }
+        }
+      }
       if (next === GENERIC) {
         out.position = p;
         if (this.#genericColumn(col, out) && (col.rules.length === 0 || !this.#quickRejects(col.rules))) {
@@ -581,128 +719,6 @@ export class ChunkEncoder {
         this.#unfilled--;
       }
     }
-  }
-
-  /**
-   * Writes one column of the current record into `buf` at `p` when it is clean: the next
-   * position, SLOW when it is not (or might not be: the reference path decides and says why),
-   * GENERIC when the reference code is to read the column.
-   */
-  #fastColumn(col: FastColumn, src: Buffer, s: number, e: number, buf: Uint8Array, p: number, escape: boolean, nonAscii: boolean): number {
-    if (this.#trim) {
-      while (s < e && isSpace(src[s]!)) s++;
-      while (e > s && isSpace(src[e - 1]!)) e--;
-      // Around a non-ASCII character there may be Unicode spaces to trim: the reference reads it.
-      if (s < e && (src[s]! >= 0x80 || src[e - 1]! >= 0x80)) return GENERIC;
-    }
-    const len = e - s;
-    if (len < 31 ? (col.tokenLengths >>> len) & 1 : col.longTokens) {
-      const tokens = col.nullTokens;
-      for (let k = 0; k < tokens.length; k++) {
-        if (sameBytes(src, s, e, tokens[k]!, false)) {
-          if (col.required) return SLOW;
-          buf[p++] = BACKSLASH;
-          buf[p++] = 0x4e; // N
-          if (col.typed) this.#values[col.slot] = null;
-          return p;
-        }
-      }
-    }
-    if (len === 0 && col.kind !== Kind.Text) return GENERIC;
-    switch (col.kind) {
-      case Kind.Text: {
-        if (col.column.codelist) {
-          // Found in place when it is ASCII; non-ASCII is lower-cased by `toLowerCase`.
-          if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
-          const found = col.codeKeys.find(src, s, e);
-          if (found === -1 || col.codeTooLong[found]) return SLOW;
-          const copy = col.codeCopy[found]!;
-          for (let j = 0; j < copy.length; j++) buf[p++] = copy[j]!;
-          if (col.typed) this.#values[col.slot] = col.codeValues[found]!;
-          return p;
-        }
-        if (col.maxLength !== null) {
-          // maxLength counts characters as JavaScript does: the reference counts non-ASCII text.
-          if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
-          if (len > col.maxLength) return SLOW;
-        }
-        if (col.typed) this.#values[col.slot] = src.toString('utf8', s, e);
-        return copyField(src, s, e, buf, p, escape);
-      }
-      case Kind.Integer: {
-        let i = s;
-        let sign = 1;
-        const first = src[i]!;
-        if (first === 0x2b || first === 0x2d) {
-          if (first === 0x2d) sign = -1;
-          i++;
-        }
-        if (i === e || e - i > 15) return GENERIC;
-        let m = 0;
-        for (; i < e; i++) {
-          const digit = src[i]! - 0x30;
-          if (digit < 0 || digit > 9) return SLOW;
-          m = m * 10 + digit;
-        }
-        if (col.rules.length > 0 && quickRejects(col.rules, sign * m)) return SLOW;
-        if (col.typed) this.#values[col.slot] = sign * m;
-        return copyField(src, s, e, buf, p, false);
-      }
-      case Kind.Number: {
-        // [+-]? (digits [. digits?] | . digits), no exponent, at most 15 digits: the value is
-        // m / 10^k exactly rounded, as Number() reads it. Anything else: the reference path.
-        let i = s;
-        let sign = 1;
-        const first = src[i]!;
-        if (first === 0x2b || first === 0x2d) {
-          if (first === 0x2d) sign = -1;
-          i++;
-        }
-        let m = 0;
-        let digits = 0;
-        let intDigits = 0;
-        let point = -1;
-        for (; i < e; i++) {
-          const ch = src[i]!;
-          const digit = ch - 0x30;
-          if (digit >= 0 && digit <= 9) {
-            m = m * 10 + digit;
-            digits++;
-            if (point === -1) intDigits++;
-          } else if (point === -1 && (ch === 0x2e || (ch === 0x2c && col.decimalComma))) {
-            point = i;
-          } else if (ch === 0x65 || ch === 0x45) {
-            return GENERIC;
-          } else return SLOW;
-        }
-        if (digits === 0) return SLOW;
-        if (digits > 15) return GENERIC;
-        if (col.rules.length > 0 && quickRejects(col.rules, (sign * m) / POW10[digits - intDigits]!)) return SLOW;
-        if (col.typed) this.#values[col.slot] = (sign * m) / POW10[digits - intDigits]!;
-        // Zero, whatever its sign or digits: written as the reference writes it.
-        if (m === 0) {
-          buf[p++] = 0x30;
-          return p;
-        }
-        if (point !== -1 && src[point] === 0x2c) {
-          p = copyField(src, s, point, buf, p, false);
-          buf[p++] = 0x2e;
-          return copyField(src, point + 1, e, buf, p, false);
-        }
-        return copyField(src, s, e, buf, p, false);
-      }
-      case Kind.Boolean: {
-        // Lower-casing beyond ASCII is left to `toLowerCase`.
-        if (nonAscii && hasNonAscii(src, s, e)) return GENERIC;
-        const found = col.booleanWords.find(src, s, e);
-        if (found === -1) return GENERIC;
-        const value = found < col.trueWords;
-        buf[p++] = value ? 0x74 : 0x66;
-        if (col.typed) this.#values[col.slot] = value;
-        return p;
-      }
-    }
-    return GENERIC;
   }
 
   /** A column read by the reference code from its source fields as strings. */

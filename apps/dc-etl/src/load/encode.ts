@@ -356,6 +356,10 @@ export class ChunkEncoder {
   readonly #quote: number;
   readonly #ascii: boolean;
   readonly #utf8: boolean;
+  /** The last line number written, in ASCII digits. */
+  readonly #lineDigits = new Uint8Array(20);
+  #digitsLength = 0;
+  #digitsOf = -1;
   /** `<chunk number>\t`, every staging row's start. */
   readonly #prefix: Uint8Array;
   /** Bytes a fast row can take beyond twice its record's length. */
@@ -590,8 +594,22 @@ export class ChunkEncoder {
     let p = out.position;
     const prefix = this.#prefix;
     for (let k = 0; k < prefix.length; k++) buf[p++] = prefix[k]!;
-    if (Number.isSafeInteger(line) && line >= 0) p = putUint(buf, p, line);
-    else {
+    if (Number.isSafeInteger(line) && line >= 0) {
+      // The next line's digits are the last one's plus one, most of the time.
+      const digits = this.#lineDigits;
+      if (line === this.#digitsOf + 1 && this.#digitsOf >= 0) {
+        let k = this.#digitsLength - 1;
+        while (k >= 0 && digits[k] === 0x39) digits[k--] = 0x30;
+        if (k >= 0) digits[k]!++;
+        else {
+          digits.copyWithin(1, 0, this.#digitsLength);
+          digits[0] = 0x31;
+          this.#digitsLength++;
+        }
+      } else this.#digitsLength = putUint(digits, 0, line);
+      this.#digitsOf = line;
+      for (let k = 0; k < this.#digitsLength; k++) buf[p++] = digits[k]!;
+    } else {
       // A worksheet's line field that is not a row number: written as the reference writes it.
       out.position = p;
       out.uint(line);

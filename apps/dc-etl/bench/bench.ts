@@ -17,6 +17,8 @@
 //   and end to end (from the upload's first byte to the published table).
 //   cleanLoadRatio = copy seconds / clean-and-load seconds (the throughput ratio: same
 //   rows, so the ratio of rows per second); endToEndRatio the same for end to end.
+// - CPU: the seconds the worker processes and PostgreSQL spent on the clean and load, and
+//   PostgreSQL on the plain COPY (what two cores can give at best, whatever else runs).
 // - worker memory: peak RSS of each worker process, sampled every 100 ms during the load.
 // - "scaling" (with scales 1 and 10): how much longer the 10x file took, for COPY, clean and
 //   load, and end to end, and the peak worker RSS at each size.

@@ -17,10 +17,12 @@
 //   and end to end (from the upload's first byte to the published table).
 //   cleanLoadRatio = copy seconds / clean-and-load seconds (the issue's throughput ratio: same
 //   rows, so the ratio of rows per second); endToEndRatio the same for end to end.
+// - CPU: the seconds the worker processes and PostgreSQL spent on the clean and load, and
+//   PostgreSQL on the plain COPY (what two cores can give at best, whatever else runs).
 // - worker memory: peak RSS of each worker process, sampled every 100 ms during the load.
 // - "scaling" (with scales 1 and 10): how much longer the 10x file took, for COPY, clean and
 //   load, and end to end, and the peak worker RSS at each size.
-import { createReadStream, createWriteStream, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +82,68 @@ function rssMb(pid: number): number {
   }
 }
 
+/** Each live process's CPU ticks (user + system) by pid, with its command and parent. */
+function processTicks(): Map<number, { comm: string; parent: number; ticks: number }> {
+  const found = new Map<number, { comm: string; parent: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const fields = stat.slice(close + 2).split(' ');
+      found.set(Number(name), { comm: stat.slice(stat.indexOf('(') + 1, close), parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // the process ended while the list was read
+    }
+  }
+  return found;
+}
+
+/**
+ * The CPU seconds the worker processes and PostgreSQL (the server this process started, its
+ * backends) use from `start` to `stop`, sampled every 100 ms (a backend that ends counts up to
+ * its last sample). What the load costs on each side says what two cores can give at best,
+ * whatever else runs on the machine.
+ */
+class CpuMeter {
+  readonly #first = new Map<number, number>();
+  readonly #last = new Map<number, { kind: 'workers' | 'postgres'; ticks: number }>();
+  readonly #workers: readonly number[];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(workerPids: readonly number[]) {
+    this.#workers = workerPids;
+  }
+
+  #sample(initial: boolean): void {
+    const all = processTicks();
+    const mine = (pid: number) => {
+      for (let p = all.get(pid)?.parent; p !== undefined && p > 1; p = all.get(p)?.parent) if (p === process.pid) return true;
+      return false;
+    };
+    for (const [pid, t] of all) {
+      const kind = this.#workers.includes(pid) ? 'workers' : t.comm === 'postgres' && mine(pid) ? 'postgres' : null;
+      if (!kind) continue;
+      if (initial) this.#first.set(pid, t.ticks);
+      this.#last.set(pid, { kind, ticks: t.ticks });
+    }
+  }
+
+  start(): this {
+    this.#sample(true);
+    this.#timer = setInterval(() => this.#sample(false), 100);
+    return this;
+  }
+
+  stop(): { workers: number; postgres: number } {
+    clearInterval(this.#timer);
+    this.#sample(false);
+    const used = { workers: 0, postgres: 0 };
+    for (const [pid, last] of this.#last) used[last.kind] += (last.ticks - (this.#first.get(pid) ?? 0)) / 100;
+    return used;
+  }
+}
+
 /** Seconds for a plain COPY of the file into a fresh unlogged table of text columns. */
 async function plainCopy(pool: pg.Pool, file: string): Promise<number> {
   const client = await pool.connect();
@@ -97,7 +161,11 @@ async function plainCopy(pool: pg.Pool, file: string): Promise<number> {
 
 const dir = mkdtempSync(join(tmpdir(), 'etl-bench-'));
 const spec = readFileSync(new URL('../data/specs/covid.yaml', import.meta.url), 'utf8').replace('maxRejectRate: 0.01', 'maxRejectRate: 0.05');
-const t = await appTest(app, { env: { ETL_STORAGE_DIR: join(dir, 'storage'), FANOUT_WORKER_CONCURRENCY: concurrency, FANOUT_LOG_LEVEL: 'warn' } });
+// The fan-out runtime's own defaults for its leases and polling, not the test settings (made for
+// quick recoveries in tests: they poll the database several times as often, which on two cores
+// takes CPU from the load being measured).
+const runtimeDefaults = { FANOUT_LEASE_MS: 15_000, FANOUT_MAINTENANCE_MS: 5_000, FANOUT_ANNOUNCE_GRACE_MS: 30_000, FANOUT_CONTROL_POLL_MS: 1_000, FANOUT_SUPERVISE_SECONDS: 15 };
+const t = await appTest(app, { env: { ...runtimeDefaults, ETL_STORAGE_DIR: join(dir, 'storage'), FANOUT_WORKER_CONCURRENCY: concurrency, FANOUT_LOG_LEVEL: 'warn' } });
 try {
   await t.api();
   const workers = await t.workers(workerCount);
@@ -109,8 +177,11 @@ try {
     await generate(file, rows);
     const bytes = statSync(file).size;
 
+    const workerPids = workers.map((w) => w.pid);
+    const copyCpu = new CpuMeter(workerPids).start();
     const copyBefore = await plainCopy(pool, file);
-    print({ scenario: 'plain COPY into an unlogged table', when: 'before the ETL', rows, bytes, seconds: round(copyBefore), rowsPerSec: Math.round(rows / copyBefore) });
+    const copyPgCpu = copyCpu.stop().postgres;
+    print({ scenario: 'plain COPY into an unlogged table', when: 'before the ETL', rows, bytes, seconds: round(copyBefore), rowsPerSec: Math.round(rows / copyBefore), postgresCpuSeconds: round(copyPgCpu) });
 
     // The ETL: upload, the task (plan + chunks), the fan-in, sampled for worker memory throughout.
     const peak = new Map(workers.map((w) => [w.pid, 0]));
@@ -119,6 +190,8 @@ try {
     };
     const sampler = setInterval(sample, 100);
     const started = Date.now();
+    // The workers are idle during the upload (the API process takes it).
+    const loadCpuMeter = new CpuMeter(workerPids).start();
     const form = new FormData();
     form.set('spec', spec.replace('target: covid_tests', `target: covid_${scale}`));
     form.set('chunkRecords', String(chunkRecords));
@@ -126,6 +199,16 @@ try {
     const res = await fetch(`${t.apiUrl}/api/etl/loads`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form });
     if (res.status !== 202) throw new Error(`POST /loads: ${res.status} ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
+    // The CPU of the clean and load (the task from its creation to its last chunk), read as soon
+    // as the task completes (the upload's CPU before, the fan-in's after, are not in it).
+    const loadCpu = await waitFor(
+      async () => {
+        const task = await t.rt.fanout.getTask(id);
+        if (!task?.completedAt) return null;
+        return loadCpuMeter.stop();
+      },
+      { timeoutMs: 3_600_000, intervalMs: 50, message: 'the task completed' },
+    );
     const load = await waitFor(
       async () => {
         const { rows: r } = await pool.query('SELECT status, manifest, error FROM etl_load WHERE id = $1', [id]);
@@ -147,8 +230,9 @@ try {
     // the chunks (first start to last finish, and the busy time of all of them), and the chunks'
     // own split of their time (reading, cleaning and encoding, the rest waiting on COPY).
     const timeline = (
-      await pool.query<{ plan: number; first_start: number; last_finish: number; busy: number; read_ms: number; encode_ms: number; total_ms: number }>(
-        `SELECT extract(epoch FROM t.dispatched_at - t.created_at)::float8 AS plan,
+      await pool.query<{ manager_start: number; plan: number; first_start: number; last_finish: number; busy: number; read_ms: number; encode_ms: number; total_ms: number }>(
+        `SELECT extract(epoch FROM t.started_at - t.created_at)::float8 AS manager_start,
+                extract(epoch FROM t.dispatched_at - t.created_at)::float8 AS plan,
                 extract(epoch FROM min(i.started_at) - t.created_at)::float8 AS first_start,
                 extract(epoch FROM max(i.finished_at) - t.created_at)::float8 AS last_finish,
                 extract(epoch FROM sum(i.finished_at - i.started_at))::float8 AS busy,
@@ -175,6 +259,7 @@ try {
       uploadSeconds: round(uploadSeconds),
       cleanLoadSeconds: round(cleanLoadSeconds),
       cleanLoadRowsPerSec: Math.round(rows / cleanLoadSeconds),
+      managerStartSeconds: round(timeline.manager_start),
       planSeconds: round(timeline.plan),
       firstChunkStartSeconds: round(timeline.first_start),
       lastChunkFinishSeconds: round(timeline.last_finish),
@@ -187,6 +272,8 @@ try {
       endToEndSeconds: round(endToEndSeconds),
       copySeconds: round(copySeconds),
       cleanLoadRatio: round(copySeconds / cleanLoadSeconds),
+      cleanLoadCpuSeconds: { workers: round(loadCpu.workers), postgres: round(loadCpu.postgres) },
+      copyPostgresCpuSeconds: round(copyPgCpu),
       endToEndRatio: round(copySeconds / endToEndSeconds),
       published: m.published,
       rejected: m.rejected,

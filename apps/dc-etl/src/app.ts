@@ -7,6 +7,7 @@ import { PrismaClient } from '../generated/prisma/client.ts';
 import { etlLoad } from './definition.ts';
 import { FileStorage } from './files/storage.ts';
 import { loadRoutes } from './http/loads.ts';
+import { warmUp } from './load/warm-up.ts';
 import { seedSample } from './sample.ts';
 
 export default defineApp({
@@ -23,7 +24,9 @@ export default defineApp({
     /** Records per chunk (one child each) when a load does not say. */
     ETL_CHUNK_RECORDS: intVar({ min: 1, max: 10_000_000 }).default(25_000),
   },
-  setup({ env, logger }) {
+  setup({ env, logger, role }) {
+    // A worker's first chunks should not run as cold code (see warm-up.ts).
+    if (role !== 'api') warmUp();
     const storage = new FileStorage(env.ETL_STORAGE_DIR ?? join(env.FANOUT_DATA_DIR, 'etl', 'files'));
     // COPY needs a plain pg connection; the app keeps a small pool of its own beside the kit's.
     const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: Math.min(env.FANOUT_WORKER_CONCURRENCY + 2, 12), application_name: 'fanout-etl-copy' });

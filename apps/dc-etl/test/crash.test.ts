@@ -29,10 +29,18 @@ describe('crash safety', () => {
     // 78 chunks of 200 records, one at a time: the kill lands mid-load.
     const res = await postLoad(t, file, specText('covid.yaml', { target: 'covid_b' }), { chunkRecords: '200' });
     const { id } = await json(res);
-    await waitFor(async () => (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NOT NULL', [id])).rows[0].n >= 3, {
-      timeoutMs: 60_000,
-      message: 'three chunks loaded',
-    });
+    // Children start while the manager still lists chunks: the kill waits for the whole plan to be
+    // dispatched (the duplicate deliveries below read chunk 60's row).
+    await waitFor(
+      async () =>
+        (
+          await t.pool.query(
+            'SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL',
+            [id],
+          )
+        ).rows[0].n >= 3,
+      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
+    );
     first!.kill('SIGKILL');
     await first!.exited;
     const loadedAtKill = (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NOT NULL', [id])).rows[0].n;

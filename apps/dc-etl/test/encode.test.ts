@@ -1,8 +1,11 @@
+import { isUtf8 } from 'node:buffer';
 import { readdirSync, readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { RowCleaner } from '../src/load/clean.ts';
 import { chunkText } from '../src/load/chunk-text.ts';
 import type { EncodeOptions } from '../src/load/encode.ts';
+import { parseRecords } from '../src/source/csv.ts';
 import { compileSpec, parseSpec, type CompiledSpec } from '../src/spec/compile.ts';
 import { dataPath } from './harness.ts';
 
@@ -171,6 +174,46 @@ describe('the chunk encoder: fast path and reference path agree', () => {
       const { fast } = compare(bytes.subarray(bytes.indexOf(10) + 1), JSON.stringify(spec), { header: wideHeader });
       expect(fast.counts.clean).toBeGreaterThan(150);
       expect(fast.counts.rejected).toBeGreaterThan(500);
+    }
+  });
+
+  // Both paths read the chunk's bytes with the same record scan; this reads the file the plain
+  // way instead (decoded whole, the string parser, RowCleaner) and compares the clean rows.
+  it('as the string parser and RowCleaner read it independently: bytes that are not UTF-8, a delimiter outside ASCII, CRLF', () => {
+    const escape = (v: string) => v.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r'));
+    const allText = (delimiter: string) => JSON.stringify({ version: 1, target: 't', source: { delimiter }, nullTokens: ['NA'], columns: wideHeader.map((h) => ({ name: h, type: 'text' })) });
+    for (const [seed, delimiter, spec] of [[11, ',', wideSpec(',')], [12, ',', allText(',')], [13, '\u00a7', wideSpec('\u00a7')], [14, '\u00a7', allText('\u00a7')]] as const) {
+      let bytes = dirtyFile(seed, 3000, ',');
+      bytes = bytes.subarray(bytes.indexOf(10) + 1);
+      if (delimiter !== ',') bytes = Buffer.from(bytes.toString('utf8').replaceAll(',', delimiter));
+      // Bytes no UTF-8 text has, here and there (never a line end, a quote or a delimiter).
+      const next = random(seed);
+      bytes = Buffer.from(bytes);
+      for (let k = 0; k < 200; k++) {
+        const at = Math.floor(next() * bytes.length);
+        if (bytes[at]! > 0x22 && bytes[at]! !== 0x2c && bytes[at]! < 0x80) bytes[at] = [0xff, 0xc3, 0xe2, 0xed][k % 4]!;
+      }
+      const compiled = compileSpec(parseSpec(spec));
+      const fast = chunkText(bytes, { compiled, header: wideHeader, loadId: '6f1c1c9e-0000-4000-8000-000000000001', chunkNo: 7, firstLine: 2, lineField: false, delimiter, quote: '"' });
+      const cleaner = new RowCleaner(compiled, wideHeader);
+      const expected: string[] = [];
+      const counts = { rowsIn: 0, clean: 0, rejected: 0, blank: 0 };
+      let line = 2;
+      parseRecords(bytes.toString('utf8'), delimiter, '"', (record) => {
+        const at = line;
+        line += record.lines;
+        counts.rowsIn++;
+        if (record.fields.every((f) => f.trim() === '')) return void counts.blank++;
+        const result = record.problem ? null : cleaner.clean(record.fields);
+        if (!result?.values) return void counts.rejected++;
+        counts.clean++;
+        expected.push(['7', String(at), ...result.values.map((v) => (v === null ? '\\N' : typeof v === 'boolean' ? (v ? 't' : 'f') : escape(String(v))))].join('\t'));
+      });
+      expect(fast.counts).toEqual(counts);
+      expect(counts.clean).toBeGreaterThan(150);
+      // What PostgreSQL is sent is UTF-8 (it refuses anything else): a byte that is not came in as U+FFFD.
+      expect(isUtf8(Buffer.concat(fast.stage))).toBe(true);
+      expect(rowsOf(fast.stage, compiled)).toEqual(rowsOf([Buffer.from(expected.map((l) => `${l}\n`).join(''))], compiled));
     }
   });
 

@@ -11,7 +11,7 @@ export interface ChunkText {
 
 /** Encodes a whole chunk at once (tests, benchmarks); children stream it into COPY instead. */
 export function chunkText(bytes: Buffer, options: EncodeOptions): ChunkText {
-  const encoder = new ChunkEncoder(bytes.toString('utf8'), options);
+  const encoder = new ChunkEncoder(bytes, options);
   const stage: Buffer[] = [];
   while (encoder.run()) stage.push(...encoder.stage.take());
   stage.push(...encoder.stage.take(true));

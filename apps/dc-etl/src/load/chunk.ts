@@ -32,17 +32,20 @@ export interface ChunkCounts {
 }
 
 // Read buffers kept for the next chunks (one per chunk read at the same time, a few at most). A
-// chunk's bytes are garbage once decoded; a fresh buffer for every chunk let a worker's memory
-// creep up with the number of chunks it ran (freed only when a major GC comes round).
+// fresh buffer for every chunk let a worker's memory creep up with the number of chunks it ran
+// (freed only when a major GC comes round).
 const spareBuffers: Buffer[] = [];
 const SPARE_BUFFERS = 4;
 
-/** The text of bytes `start..end` of a file (UTF-8). */
-async function readText(path: string, start: number, end: number): Promise<string> {
+/** Bytes `start..end` of a file, in a kept buffer: `release` it once they are encoded. */
+async function readBytes(path: string, start: number, end: number): Promise<{ bytes: Buffer; release: () => void }> {
   const size = end - start;
   const found = spareBuffers.findIndex((b) => b.length >= size);
   // Some room above the size: the next chunk is about as big, a little bigger or smaller.
   const buffer = found === -1 ? Buffer.allocUnsafe(size + (size >> 3)) : spareBuffers.splice(found, 1)[0]!;
+  const release = () => {
+    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
+  };
   const file = await open(path, 'r');
   try {
     let done = 0;
@@ -51,10 +54,12 @@ async function readText(path: string, start: number, end: number): Promise<strin
       if (bytesRead === 0) throw new Error(`the source ends at byte ${start + done}, before the chunk's end (${end})`);
       done += bytesRead;
     }
-    return buffer.toString('utf8', 0, size);
+    return { bytes: buffer.subarray(0, size), release };
+  } catch (error) {
+    release();
+    throw error;
   } finally {
     await file.close();
-    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
   }
 }
 
@@ -71,7 +76,8 @@ async function readText(path: string, start: number, end: number): Promise<strin
 export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal?: AbortSignal): Promise<ChunkCounts> {
   const { compiled, source } = load;
   const began = performance.now();
-  const encoder = new ChunkEncoder(await readText(storage.path(source.key), item.start, item.end), {
+  const { bytes, release } = await readBytes(storage.path(source.key), item.start, item.end);
+  const encoder = new ChunkEncoder(bytes, {
     compiled,
     header: source.header,
     loadId: item.loadId,
@@ -101,7 +107,10 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
 
   const table = stageTable(item.loadId);
   const columns = ['_chunk', '_line', ...compiled.targetColumns.map((c) => c.name)].map(quoted).join(', ');
-  const client = await pool.connect();
+  const client = await pool.connect().catch((error: unknown) => {
+    release();
+    throw error;
+  });
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
@@ -124,6 +133,8 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
       await client.query('DELETE FROM etl_reject WHERE load_id = $1 AND chunk_no = $2', [item.loadId, item.chunkNo]);
     }
     await pipeline(Readable.from(blocks()), client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN`)));
+    // PostgreSQL has every staging block: their memory goes to the next chunk.
+    encoder.stage.recycle();
     const rejectBlocks = encoder.rejects.take(true);
     if (rejectBlocks.length > 0) {
       await pipeline(Readable.from(rejectBlocks), client.query(copyFrom('COPY etl_reject (load_id, chunk_no, line, column_name, reason, message, raw) FROM STDIN')));
@@ -141,6 +152,8 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
     throw error;
   } finally {
     client.release(broken);
+    // The chunk's bytes are read no more (the encoder is done, or given up).
+    release();
   }
   return { ...encoder.counts, readMs: Math.round(readMs), encodeMs: Math.round(encodeMs), totalMs: Math.round(performance.now() - began) };
 }

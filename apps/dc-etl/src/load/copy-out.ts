@@ -6,6 +6,13 @@ const TAB = 0x09;
 const LF = 0x0a;
 const CR = 0x0d;
 
+// Blocks whose rows PostgreSQL has (see `recycle`), kept for the next chunks of this process: a
+// new block for every 256 KB of rows kept the garbage collector busy (each block is memory
+// outside the JavaScript heap, and a chunk fills a dozen).
+const spareBlocks: Buffer[] = [];
+const SPARE_BLOCKS = 32;
+const BLOCK_BYTES = 256 * 1024;
+
 /** COPY text in blocks of about `blockBytes`, handed out whole; a row never spans two blocks. */
 export class CopyOut {
   #buf: Buffer;
@@ -13,10 +20,26 @@ export class CopyOut {
   #rowStart = 0;
   readonly #blockBytes: number;
   readonly #ready: Buffer[] = [];
+  /** The blocks handed out, whole. */
+  readonly #out: Buffer[] = [];
 
-  constructor(blockBytes = 256 * 1024) {
+  constructor(blockBytes = BLOCK_BYTES) {
     this.#blockBytes = blockBytes;
-    this.#buf = Buffer.allocUnsafe(blockBytes);
+    this.#buf = this.#block();
+  }
+
+  #block(): Buffer {
+    return (this.#blockBytes === BLOCK_BYTES && spareBlocks.pop()) || Buffer.allocUnsafe(this.#blockBytes);
+  }
+
+  /**
+   * Gives the blocks back for the next chunks once nothing reads them any more (the COPY they
+   * were written to has ended); this one is not written to again.
+   */
+  recycle(): void {
+    for (const block of [...this.#out.splice(0), this.#buf]) {
+      if (block.length === BLOCK_BYTES && spareBlocks.length < SPARE_BLOCKS) spareBlocks.push(block);
+    }
   }
 
   /** Blocks completed and not taken yet. */
@@ -43,7 +66,8 @@ export class CopyOut {
 
   #seal(): void {
     this.#ready.push(this.#buf.subarray(0, this.#pos));
-    this.#buf = Buffer.allocUnsafe(this.#blockBytes);
+    this.#out.push(this.#buf);
+    this.#buf = this.#block();
     this.#pos = 0;
     this.#rowStart = 0;
   }
@@ -54,6 +78,25 @@ export class CopyOut {
     const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#pos + n));
     this.#buf.copy(bigger, 0, 0, this.#pos);
     this.#buf = bigger;
+  }
+
+  /** Room for `n` more bytes in the current block, to write in place through `buffer` and `position`. */
+  ensure(n: number): void {
+    this.#room(n);
+  }
+
+  /** The current block (a new one after `ensure` or any write: read it again then). */
+  get buffer(): Buffer {
+    return this.#buf;
+  }
+
+  /** Where the next byte goes in `buffer`. */
+  get position(): number {
+    return this.#pos;
+  }
+
+  set position(p: number) {
+    this.#pos = p;
   }
 
   byte(b: number): void {

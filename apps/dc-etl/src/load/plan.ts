@@ -23,7 +23,13 @@ export interface PlanInput {
 
 /** A chunk ends after this many bytes even with fewer records (very wide rows). */
 const CHUNK_MAX_BYTES = 64 * 1024 * 1024;
-const PAGE = 200;
+/**
+ * Chunks listed at a time, and the manager's page size (the fan-out core inserts a page of
+ * items when it is full): small, so children start on the first chunks while the scan goes on
+ * (a page of 1,000, the core's default, held every chunk of a 2.5 GB file back until the scan
+ * ended).
+ */
+export const PLAN_PAGE = 4;
 const SCAN_BYTES = 1 << 20;
 
 /** A stream that transcodes text to UTF-8, for sources in UTF-16 or a one-byte code page. */
@@ -113,7 +119,7 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   const scanner = new RecordScanner(source.delimiter, source.quote);
   let chunkNo = 0;
   let current: { start: number; end: number; firstLine: number; records: number } | null = null;
-  let pending: ChunkItem[] = [];
+  const pending: ChunkItem[] = [];
   // Records above the header (and the header) are not data; a prepared worksheet has none.
   let headerSeen = source.lineField;
   const base = prepared.offset;
@@ -139,9 +145,6 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
     );
     return items.map((i) => ({ key: `chunk-${String(i.chunkNo).padStart(6, '0')}`, snapshot: i }));
   };
-  // The first pages are small so children start on the first chunks while the scan goes on;
-  // pages then double up to PAGE (fewer round trips for a file of thousands of chunks).
-  let pageSize = 1;
   // Read through one buffer, reused: the scan leaves no garbage behind it, so the worker's
   // memory does not grow with the file (a stream allocates a new buffer for every read).
   const file = await open(storage.path(source.key), 'r');
@@ -152,10 +155,8 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
       if (bytesRead === 0) break;
       position += bytesRead;
       scanner.push(buffer.subarray(0, bytesRead), onRecord);
-      if (pending.length >= pageSize) {
-        yield await record(pending);
-        pending = [];
-        pageSize = Math.min(PAGE, pageSize * 2);
+      while (pending.length >= PLAN_PAGE) {
+        yield await record(pending.splice(0, PLAN_PAGE));
       }
     }
   } finally {

@@ -4,7 +4,7 @@
 // (subjects copied with new ids) on the same two workers, with the workers' peak memory.
 // Prints one JSON line per scenario.
 import { randomUUID, createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,9 @@ import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from '
 const DATA = fileURLToPath(new URL('../data/cdiscpilot01-sdtm/', import.meta.url));
 const RULES = readFileSync(fileURLToPath(new URL('../rules/cdiscpilot01.yaml', import.meta.url)), 'utf8');
 const ENTRY = fileURLToPath(new URL('../../../packages/kit/src/process/entry.ts', import.meta.url));
+const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 const TENANT = 'bench';
+const TOKENS = 'bench-token-not-secret:bench';
 
 const dir = mkdtempSync(join(tmpdir(), 'iit-bench-'));
 chmodSync(dir, 0o711);
@@ -79,13 +81,39 @@ async function scaledCopy(from: Study, times: number): Promise<Study> {
 /** Peak resident memory of a process (MB), from /proc. */
 const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
+const MB = 1024 * 1024;
+
+/**
+ * A worker's memory by phase of the run, from its probe's lines: the largest RSS and V8 heap seen
+ * while the children ran (the manager's listing included) and during the fan-in, the largest heap
+ * right after a full garbage collection (`live`: what the process kept), and what it held before.
+ */
+function memoryByPhase(lines: readonly string[], started: number, fanInAt: number, ended: number) {
+  const blank = () => ({ rss: 0, heap: 0, live: 0 });
+  const phase = { idle: blank(), children: blank(), fanIn: blank() };
+  for (const line of lines) {
+    const [kind, ...fields] = line.split(' ');
+    if (kind !== 'MEM' && kind !== 'GC') continue;
+    const [at, a, b] = fields.map(Number) as [number, number, number];
+    if (at > ended) continue;
+    const p = at < started ? phase.idle : at < fanInAt ? phase.children : phase.fanIn;
+    if (kind === 'GC') p.live = Math.max(p.live, a);
+    else if (at < started) Object.assign(p, { rss: a, heap: b });
+    else Object.assign(p, { rss: Math.max(p.rss, a), heap: Math.max(p.heap, b) });
+  }
+  const mb = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Math.round(v / MB)]));
+  return { idle: mb(phase.idle), children: mb(phase.children), fanIn: mb(phase.fanIn) };
+}
+
 async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
-  const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir } as Record<string, string>);
+  const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir } as Record<string, string>);
   const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
   await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
-  const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn' })));
+  const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`.trim() })));
   try {
+    if (process.env.BENCH_HEAP_PROFILE) for (const w of workers) w.kill('SIGUSR2');
     const started = performance.now();
+    const startedAt = Date.now();
     const task = await rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT });
     const stages: Record<string, number> = {};
     await waitFor(
@@ -97,13 +125,20 @@ async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
       { timeoutMs: 1_800_000, intervalMs: 50 },
     );
     const seconds = (performance.now() - started) / 1000;
+    const endedAt = Date.now();
     // When the last child settled (the task completed) and the fan-in ended.
-    const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM (r.finished_at - t.completed_at))::float8 AS fanin FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
+    const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
     stages.children = Number(times.children.toFixed(2));
-    stages.fanIn = Number(times.fanin.toFixed(2));
+    // The fan-in's finished_at is its transaction's start: it ended when 'done' was seen.
+    stages.fanIn = Number(((endedAt - times.completed_ms) / 1000).toFixed(2));
     const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
     const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
-    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))) };
+    // The fan-in's 'finishing' stage is inside its transaction, never seen from here: it starts when the task completed.
+    const memory = workers.map((w) => memoryByPhase(w.lines, startedAt, times.completed_ms, endedAt));
+    if (process.env.BENCH_MEMORY_LOG) {
+      workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
+    }
+    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))), memory };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await rt.close({ graceMs: 1000 });

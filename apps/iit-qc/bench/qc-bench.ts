@@ -54,7 +54,9 @@ async function loadPilot(study: Study) {
 
 /**
  * A study `times` as large: every subject's records copied with new subject ids of the same length
- * (01-701-1015 becomes 02-701-1015...: the pilot's ids all start 01), trial design once.
+ * (01-701-1015 becomes 02-701-1015...: the pilot's ids all start 01), trial design once. The copies
+ * are written one after the other, in record order, as an upload of the larger files would write
+ * them: interleaved, each subject's records would sit on ten times as many pages.
  */
 async function scaledCopy(from: Study, times: number): Promise<Study> {
   const study = await newStudy(`pilot x${times}`);
@@ -69,7 +71,8 @@ async function scaledCopy(from: Study, times: number): Promise<Study> {
       `INSERT INTO qc_record (dataset_id, recno, subject, data)
        SELECT $2, r.recno + (k - 1) * $3, CASE WHEN k = 1 THEN r.subject ELSE lpad(k::text, 2, '0') || substr(r.subject, 3) END,
               CASE WHEN k = 1 OR r.subject IS NULL THEN r.data ELSE jsonb_set(r.data, '{USUBJID}', to_jsonb(lpad(k::text, 2, '0') || substr(r.subject, 3))) END
-       FROM qc_record r, generate_series(1, $4::int) k WHERE r.dataset_id = $1`,
+       FROM qc_record r, generate_series(1, $4::int) k WHERE r.dataset_id = $1
+       ORDER BY k, r.recno`,
       [d.id, ins[0]!.id, d.records, copies],
     );
     await pool.query('UPDATE qc_dataset SET records = (SELECT count(*) FROM qc_record WHERE dataset_id = $1) WHERE id = $1', [ins[0]!.id]);
@@ -196,7 +199,7 @@ try {
   if (process.env.BENCH_EXPLAIN) {
     const ids = (await pool.query('SELECT id FROM qc_dataset WHERE study_id = $1 AND current', [big.id])).rows.map((r) => r.id);
     for (const subject of ['01-701-1015', '02-701-1015']) {
-      const plan = await pool.query('EXPLAIN ANALYZE SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [subject, ids]);
+      const plan = await pool.query('EXPLAIN (ANALYZE, BUFFERS) SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [subject, ids]);
       console.log(subject, plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
     }
   }

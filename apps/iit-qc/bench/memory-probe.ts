@@ -1,21 +1,23 @@
 // Loaded into the bench's worker processes (`NODE_OPTIONS=--import=...`): prints the process's
 // memory every BENCH_MEMORY_MS (default 100) ms as `MEM <epoch ms> <rss> <heapUsed> <external>
-// <arrayBuffers>`, and after each full (mark-compact) garbage collection `GC <epoch ms>
+// <arrayBuffers> <young generation's size>`, and after each full (mark-compact) garbage collection `GC <epoch ms>
 // <heapUsed>` (bytes). The heap right after a full collection is what the process still holds
 // (its live objects); the periodic heap also counts garbage V8 has not collected yet, which grows
 // with the heap limit V8 chooses, not with what the code keeps. The timer is unref'd: it never
 // keeps a stopping worker alive.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 const every = Number(process.env.BENCH_MEMORY_MS ?? 100);
 setInterval(() => {
   const m = process.memoryUsage();
-  process.stdout.write(`MEM ${Date.now()} ${m.rss} ${m.heapUsed} ${m.external} ${m.arrayBuffers}\n`);
+  const young = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+  process.stdout.write(`MEM ${Date.now()} ${m.rss} ${m.heapUsed} ${m.external} ${m.arrayBuffers} ${young}\n`);
 }, every).unref();
 
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
-    if ((entry.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+    if (((entry as { detail?: unknown }).detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
       process.stdout.write(`GC ${Date.now()} ${process.memoryUsage().heapUsed}\n`);
     }
   }

@@ -148,6 +148,35 @@ async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
   }
 }
 
+/**
+ * Times every statement pg clients of this process run until `stop()`, which returns the slowest
+ * (seconds, the statement's first words): where the fan-in spends its time.
+ */
+function timeStatements() {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  const spent = new Map<string, number>();
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text ?? '?');
+    const started = performance.now();
+    const result = original.apply(this, args);
+    if (result instanceof Promise) {
+      const key = text.replace(/\s+/g, ' ').slice(0, 90);
+      result.then(
+        () => spent.set(key, (spent.get(key) ?? 0) + (performance.now() - started) / 1000),
+        () => {},
+      );
+    }
+    return result;
+  };
+  return {
+    stop() {
+      proto.query = original;
+      return [...spent].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => `${v.toFixed(2)}s ${k}`);
+    },
+  };
+}
+
 /** The same rules, a plain loop in this one process: every subject in turn, then the study-level rules. */
 async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const runId = randomUUID();
@@ -173,8 +202,10 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
     }
   }
   at = performance.now();
+  const statements = process.env.BENCH_PHASES ? timeStatements() : null;
   await finishRun(pool, runId);
   lap('fanIn');
+  if (statements) console.log(JSON.stringify({ fanInStatements: statements.stop() }));
   if (process.env.BENCH_PHASES) console.log(JSON.stringify(phase));
   const seconds = (performance.now() - started) / 1000;
   const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);

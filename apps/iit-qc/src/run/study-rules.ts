@@ -27,14 +27,22 @@ interface HitQuery {
   field?: string;
 }
 
+/**
+ * The flagged records with their data, in dataset and record order, from a query of their keys
+ * (dataset_id, recno). A check sorts, groups and hashes only the values it compares: carried
+ * along, the records' data made every check of a large dataset spill to disk.
+ */
+const withData = (flagged: string) => `SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data
+     FROM (${flagged}) f JOIN qc_record r ON r.dataset_id = f.dataset_id AND r.recno = f.recno JOIN qc_dataset d ON d.id = r.dataset_id
+     ORDER BY d.name, r.recno`;
+
 function unique(ids: string[], keys: string[]): HitQuery {
   return {
-    sql: `WITH v AS (
-       SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data,
+    sql: withData(`SELECT dataset_id, recno FROM (
+       SELECT r.dataset_id, r.recno,
               row_number() OVER (PARTITION BY r.data->>$2, r.data->>$3, r.data->>$4, r.data->>$5, r.data->>$6, r.data->>$7 ORDER BY d.name, r.recno) AS n
        FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id
-       WHERE r.dataset_id = ANY($1::uuid[]))
-     SELECT dataset, domain, recno, subject, data FROM v WHERE n > 1 ORDER BY dataset, recno`,
+       WHERE r.dataset_id = ANY($1::uuid[])) v WHERE n > 1`),
     // Up to six keys, each its own parameter; an unused one is '' (absent from every record).
     params: [ids, ...Array.from({ length: 6 }, (_, i) => keys[i] ?? '')],
   };
@@ -42,26 +50,23 @@ function unique(ids: string[], keys: string[]): HitQuery {
 
 function consistent(ids: string[], key: string, value: string): HitQuery {
   return {
-    sql: `WITH v AS (
-       SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data, r.data->>$2 AS k, coalesce(r.data->>$3, '') AS val
-       FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id
-       WHERE r.dataset_id = ANY($1::uuid[]) AND coalesce(r.data->>$2, '') <> ''),
+    sql: withData(`WITH v AS (
+       SELECT r.dataset_id, r.recno, r.data->>$2 AS k, coalesce(r.data->>$3, '') AS val
+       FROM qc_record r WHERE r.dataset_id = ANY($1::uuid[]) AND coalesce(r.data->>$2, '') <> ''),
      c AS (SELECT k, val, count(*) AS n FROM v GROUP BY k, val),
      top AS (SELECT DISTINCT ON (k) k, val FROM c ORDER BY k, n DESC, val)
-     SELECT v.dataset, v.domain, v.recno, v.subject, v.data FROM v JOIN top ON top.k = v.k WHERE v.val <> top.val ORDER BY v.dataset, v.recno`,
+     SELECT v.dataset_id, v.recno FROM v JOIN top ON top.k = v.k WHERE v.val <> top.val`),
     params: [ids, key, value],
   };
 }
 
 function outliers(ids: string[], field: string, sd: number, groupBy: string | null): HitQuery {
   return {
-    sql: `WITH v AS (
-       SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data, (r.data->>$2)::float8 AS x, coalesce(r.data->>$4, '') AS g
-       FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id
-       WHERE r.dataset_id = ANY($1::uuid[]) AND r.data->>$2 ~ $5),
+    sql: withData(`WITH v AS (
+       SELECT r.dataset_id, r.recno, (r.data->>$2)::float8 AS x, coalesce(r.data->>$4, '') AS g
+       FROM qc_record r WHERE r.dataset_id = ANY($1::uuid[]) AND r.data->>$2 ~ $5),
      s AS (SELECT g, avg(x) AS m, stddev_samp(x) AS sd FROM v GROUP BY g)
-     SELECT v.dataset, v.domain, v.recno, v.subject, v.data FROM v JOIN s ON s.g = v.g
-     WHERE s.sd > 0 AND abs(v.x - s.m) > $3 * s.sd ORDER BY v.dataset, v.recno`,
+     SELECT v.dataset_id, v.recno FROM v JOIN s ON s.g = v.g WHERE s.sd > 0 AND abs(v.x - s.m) > $3 * s.sd`),
     params: [ids, field, sd, groupBy ?? '', NUMERIC],
     field,
   };
@@ -69,11 +74,9 @@ function outliers(ids: string[], field: string, sd: number, groupBy: string | nu
 
 function orphans(ids: string[], dmIds: string[]): HitQuery {
   return {
-    sql: `SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data
-     FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id
-     WHERE r.dataset_id = ANY($1::uuid[]) AND r.subject IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM qc_record s WHERE s.dataset_id = ANY($2::uuid[]) AND s.subject = r.subject)
-     ORDER BY d.name, r.recno`,
+    sql: withData(`WITH dm AS (SELECT DISTINCT subject FROM qc_record WHERE dataset_id = ANY($2::uuid[]) AND subject IS NOT NULL)
+     SELECT r.dataset_id, r.recno FROM qc_record r
+     WHERE r.dataset_id = ANY($1::uuid[]) AND r.subject IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dm WHERE dm.subject = r.subject)`),
     params: [ids, dmIds],
   };
 }

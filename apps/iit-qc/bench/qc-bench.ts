@@ -21,7 +21,7 @@ import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from '
 const DATA = fileURLToPath(new URL('../data/cdiscpilot01-sdtm/', import.meta.url));
 const RULES = readFileSync(fileURLToPath(new URL('../rules/cdiscpilot01.yaml', import.meta.url)), 'utf8');
 const ENTRY = fileURLToPath(new URL('../../../packages/kit/src/process/entry.ts', import.meta.url));
-const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
+const PROBE = fileURLToPath(new URL('./worker-probe.ts', import.meta.url));
 const TENANT = 'bench';
 const TOKENS = 'bench-token-not-secret:bench';
 
@@ -86,6 +86,12 @@ const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc
 
 const MB = 1024 * 1024;
 
+/** CPU time a process has used so far (user + system, seconds), from /proc (100 ticks a second). */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
 /**
  * A worker's memory by phase of the run, from its probe's lines: the largest RSS and V8 heap seen
  * while the children ran (the manager's listing included) and during the fan-in, the largest heap
@@ -115,6 +121,7 @@ async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
   const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`.trim() })));
   try {
     if (process.env.BENCH_HEAP_PROFILE) for (const w of workers) w.kill('SIGUSR2');
+    const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
     const started = performance.now();
     const startedAt = Date.now();
     const task = await rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT });
@@ -129,6 +136,7 @@ async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
     );
     const seconds = (performance.now() - started) / 1000;
     const endedAt = Date.now();
+    const workerCpuSeconds = workers.map((w, i) => Number((cpuSeconds(w.pid) - cpuBefore[i]!).toFixed(1)));
     // When the last child settled (the task completed) and the fan-in ended.
     const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
     stages.children = Number(times.children.toFixed(2));
@@ -138,10 +146,19 @@ async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
     const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
     // The fan-in's 'finishing' stage is inside its transaction, never seen from here: it starts when the task completed.
     const memory = workers.map((w) => memoryByPhase(w.lines, startedAt, times.completed_ms, endedAt));
+    if (process.env.BENCH_SLOW_MS) {
+      // Slow statements of the workers, at their time relative to the task's completion (the fan-in starts at 0).
+      for (const w of workers) {
+        for (const line of w.lines.filter((l) => l.startsWith('SLOW '))) {
+          const [, at, ms, ...text] = line.split(' ');
+          console.log(`${((Number(at) - times.completed_ms) / 1000).toFixed(2)}s +${ms}ms ${text.join(' ')}`);
+        }
+      }
+    }
     if (process.env.BENCH_MEMORY_LOG) {
       workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
     }
-    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))), memory };
+    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerCpuSeconds, workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))), memory };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await rt.close({ graceMs: 1000 });
@@ -181,6 +198,7 @@ function timeStatements() {
 async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const runId = randomUUID();
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const run = await snapshotRun(pool, runId, TENANT, { studyId, ruleSetId });
   const ctx = await runContext(pool, runId);
   const phase = { load: 0, evaluate: 0, save: 0, fanIn: 0 };
@@ -209,7 +227,8 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   if (process.env.BENCH_PHASES) console.log(JSON.stringify(phase));
   const seconds = (performance.now() - started) / 1000;
   const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);
-  return { seconds, findings, recordsPerSecond: Math.round(records / seconds) };
+  const used = process.cpuUsage(cpu);
+  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
 }
 
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);

@@ -1,10 +1,10 @@
-// Loaded into the bench's worker processes (`NODE_OPTIONS=--import=...`): prints the process's
-// memory every BENCH_MEMORY_MS (default 100) ms as `MEM <epoch ms> <rss> <heapUsed> <external>
-// <arrayBuffers> <young generation's size>`, and after each full (mark-compact) garbage collection `GC <epoch ms>
-// <heapUsed>` (bytes). The heap right after a full collection is what the process still holds
-// (its live objects); the periodic heap also counts garbage V8 has not collected yet, which grows
-// with the heap limit V8 chooses, not with what the code keeps. The timer is unref'd: it never
-// keeps a stopping worker alive.
+// Loaded into the bench's worker processes (`NODE_OPTIONS=--import=...`). Every BENCH_MEMORY_MS
+// (default 100) ms it prints the process's memory as `MEM <epoch ms> <rss> <heapUsed> <external>
+// <arrayBuffers> <young generation's size>`, and after each full (mark-compact) garbage collection
+// `GC <epoch ms> <heapUsed>` (bytes). The heap right after a full collection is what the process
+// still holds (its live objects); the periodic heap also counts garbage V8 has not collected yet,
+// which grows with the heap limit V8 chooses, not with what the code keeps. The timer is unref'd:
+// it never keeps a stopping worker alive.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -48,4 +48,29 @@ if (process.env.BENCH_HEAP_PROFILE) {
       writeFileSync(`${process.env.BENCH_HEAP_PROFILE}.${process.pid}`, top.map(([k, v]) => `${(v / 2 ** 20).toFixed(1).padStart(7)} MB  ${k}`).join('\n') + '\n');
     });
   });
+}
+
+// Diagnostics (BENCH_SLOW_MS=<ms>): every statement of the process's pg clients that takes longer,
+// as `SLOW <epoch ms> <ms> <statement's first words>` (from sent to answered, event-loop delays
+// included).
+if (process.env.BENCH_SLOW_MS) {
+  const { default: pg } = await import('pg');
+  const slow = Number(process.env.BENCH_SLOW_MS);
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const started = Date.now();
+    const result = original.apply(this, args);
+    if (result instanceof Promise) {
+      const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text ?? '?');
+      result.then(
+        () => {
+          const ms = Date.now() - started;
+          if (ms > slow) process.stdout.write(`SLOW ${started} ${ms} ${text.replace(/\s+/g, ' ').slice(0, 100)}\n`);
+        },
+        () => {},
+      );
+    }
+    return result;
+  };
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { runStudyRule } from './study-rules.ts';
-import { insertFindings, runContext } from './run-store.ts';
+import { forgetRun, insertFindings, runContext } from './run-store.ts';
 
 export interface RunSummary {
   skipped: Record<string, string>;
@@ -121,6 +121,7 @@ export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSumma
     };
     await client.query("UPDATE qc_run SET stage = 'done', summary = $2, previous_run_id = $3, finished_at = now() WHERE task_id = $1", [taskId, JSON.stringify(summary), previousRunId]);
     await client.query('COMMIT');
+    forgetRun(taskId);
     return summary;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

@@ -111,6 +111,14 @@ export function runContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
   return ctx;
 }
 
+/**
+ * Drops a run's context from this process once its fan-in is done: its compiled rules and trial
+ * design serve no child any more (a retry of failed items loads them again).
+ */
+export function forgetRun(taskId: string): void {
+  contexts.delete(taskId);
+}
+
 async function loadContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
   const row = await loadRunRow(pool, taskId);
   if (!row) throw new PermanentError(`run ${taskId} has no snapshot`, { code: 'run_not_found' });

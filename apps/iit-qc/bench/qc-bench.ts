@@ -1,11 +1,22 @@
 // `pnpm --filter @fanout/iit-qc bench`: a full QC run of the CDISC pilot (306 subjects, about
 // 100,000 records, the shipped rule set) on two worker processes, against the same rules evaluated
 // by a plain loop in one process, in the same run; then a synthetic study ten times larger
-// (subjects copied with new ids) on the same two workers, with the workers' peak memory.
-// Prints one JSON line per scenario.
+// (subjects copied with new ids) on the same two workers. Both sides are warmed up first (a run
+// not measured). Prints one JSON line per scenario, then a summary: the fan-out over the plain
+// loop (target >= 1), the 10x time over the 1x time (target <= 11), the workers' peak RSS
+// (VmHWM, reset before each run) and what they retain after a run (heap after a full garbage
+// collection), at 1x and 10x, with their ratios.
+//
+// The workers run as the app's worker script runs them, with V8's old generation capped at 256 MB
+// (BENCH_WORKER_HEAP_MB; 0 for V8's default, sized from the machine's memory). Other variables:
+// BENCH_TIMES (10), BENCH_SKIP_PILOT (only the large study), BENCH_PLAIN_BIG (the plain loop on
+// it too), BENCH_PHASES (the plain loop's phases and the fan-in's slowest statements),
+// BENCH_EXPLAIN (the subject load's plan), BENCH_SLOW_MS (the workers' slow statements),
+// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_HEAP_PROFILE=<file> (what the
+// workers promote to V8's old generation, by allocation site), IIT_SUBJECTS_IN_MEMORY.
 import { randomUUID, createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { appMigrations, loadEnv, openApp } from '@fanout/kit';
@@ -114,55 +125,87 @@ function memoryByPhase(lines: readonly string[], started: number, fanInAt: numbe
   return { idle: mb(phase.idle), children: mb(phase.children), fanIn: mb(phase.fanIn) };
 }
 
-async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
+/** The old generation's cap of the worker processes (MB; 0: V8's default), as the worker script runs them. */
+const WORKER_HEAP_MB = Number(process.env.BENCH_WORKER_HEAP_MB ?? 256);
+
+/**
+ * The API runtime of this process (it submits) and two worker processes, started once for every
+ * fan-out run of the bench, so a measured run finds them warm, as the plain loop is.
+ */
+async function startFleet() {
   const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir } as Record<string, string>);
   const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
   await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
-  const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`.trim() })));
-  try {
-    if (process.env.BENCH_HEAP_PROFILE) for (const w of workers) w.kill('SIGUSR2');
-    const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
-    const started = performance.now();
-    const startedAt = Date.now();
-    const task = await rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT });
-    const stages: Record<string, number> = {};
-    await waitFor(
-      async () => {
-        const stage = (await pool.query('SELECT stage FROM qc_run WHERE task_id = $1', [task.id])).rows[0]?.stage as string | undefined;
-        if (stage) stages[stage] ??= Math.round(performance.now() - started) / 1000;
-        return stage === 'done';
-      },
-      { timeoutMs: 1_800_000, intervalMs: 50 },
-    );
-    const seconds = (performance.now() - started) / 1000;
-    const endedAt = Date.now();
-    const workerCpuSeconds = workers.map((w, i) => Number((cpuSeconds(w.pid) - cpuBefore[i]!).toFixed(1)));
-    // When the last child settled (the task completed) and the fan-in ended.
-    const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
-    stages.children = Number(times.children.toFixed(2));
-    // The fan-in's finished_at is its transaction's start: it ended when 'done' was seen.
-    stages.fanIn = Number(((endedAt - times.completed_ms) / 1000).toFixed(2));
-    const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
-    const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
-    // The fan-in's 'finishing' stage is inside its transaction, never seen from here: it starts when the task completed.
-    const memory = workers.map((w) => memoryByPhase(w.lines, startedAt, times.completed_ms, endedAt));
-    if (process.env.BENCH_SLOW_MS) {
-      // Slow statements of the workers, at their time relative to the task's completion (the fan-in starts at 0).
-      for (const w of workers) {
-        for (const line of w.lines.filter((l) => l.startsWith('SLOW '))) {
-          const [, at, ms, ...text] = line.split(' ');
-          console.log(`${((Number(at) - times.completed_ms) / 1000).toFixed(2)}s +${ms}ms ${text.join(' ')}`);
-        }
+  const nodeOptions = [process.env.NODE_OPTIONS ?? '', WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '', `--import=${PROBE}`].filter(Boolean).join(' ');
+  const workers: PodProcess[] = await Promise.all(
+    [1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions })),
+  );
+  return {
+    run: (studyId: string, ruleSetId: string, records: number) => fanoutRun(() => rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT }), workers, studyId, records),
+    async close() {
+      await Promise.all(workers.map((w) => w.stop()));
+      await rt.close({ graceMs: 1000 });
+    },
+  };
+}
+
+/** The workers' heap after a full garbage collection the probe runs on SIGUSR2 (MB): what they keep. */
+async function retainedMb(workers: readonly PodProcess[]): Promise<number[]> {
+  const seen = workers.map((w) => w.lines.length);
+  for (const w of workers) w.kill('SIGUSR2');
+  const lines = await waitFor(
+    () => {
+      const found = workers.map((w, i) => w.lines.slice(seen[i]).find((l) => l.startsWith('RETAINED ')));
+      return found.every(Boolean) ? (found as string[]) : undefined;
+    },
+    { timeoutMs: 30_000, message: 'RETAINED from every worker' },
+  );
+  return lines.map((l) => Math.round(Number(l.split(' ')[2]) / MB));
+}
+
+async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonly PodProcess[], studyId: string, records: number) {
+  // The peak RSS (VmHWM) from here on: writing 5 to clear_refs resets it.
+  for (const w of workers) writeFileSync(`/proc/${w.pid}/clear_refs`, '5');
+  const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
+  const started = performance.now();
+  const startedAt = Date.now();
+  const task = await submit();
+  const stages: Record<string, number> = {};
+  await waitFor(
+    async () => {
+      const stage = (await pool.query('SELECT stage FROM qc_run WHERE task_id = $1', [task.id])).rows[0]?.stage as string | undefined;
+      if (stage) stages[stage] ??= Math.round(performance.now() - started) / 1000;
+      return stage === 'done';
+    },
+    { timeoutMs: 1_800_000, intervalMs: 50 },
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const endedAt = Date.now();
+  const workerCpuSeconds = workers.map((w, i) => Number((cpuSeconds(w.pid) - cpuBefore[i]!).toFixed(1)));
+  const workerPeakMb = workers.map((w) => Math.round(peakMb(w.pid)));
+  // When the last child settled (the task completed) and the fan-in ended.
+  const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
+  stages.children = Number(times.children.toFixed(2));
+  // The fan-in's finished_at is its transaction's start: it ended when 'done' was seen.
+  stages.fanIn = Number(((endedAt - times.completed_ms) / 1000).toFixed(2));
+  const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
+  const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
+  // The fan-in's 'finishing' stage is inside its transaction, never seen from here: it starts when the task completed.
+  const memory = workers.map((w) => memoryByPhase(w.lines, startedAt, times.completed_ms, endedAt));
+  if (process.env.BENCH_SLOW_MS) {
+    // Slow statements of the workers, at their time relative to the task's completion (the fan-in starts at 0).
+    for (const w of workers) {
+      for (const line of w.lines.filter((l) => l.startsWith('SLOW ') && Number(l.split(' ')[1]) >= startedAt)) {
+        const [, at, ms, ...text] = line.split(' ');
+        console.log(`${((Number(at) - times.completed_ms) / 1000).toFixed(2)}s +${ms}ms ${text.join(' ')}`);
       }
     }
-    if (process.env.BENCH_MEMORY_LOG) {
-      workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
-    }
-    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerCpuSeconds, workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))), memory };
-  } finally {
-    await Promise.all(workers.map((w) => w.stop()));
-    await rt.close({ graceMs: 1000 });
   }
+  if (process.env.BENCH_MEMORY_LOG) {
+    workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
+  }
+  const workerRetainedMb = await retainedMb(workers);
+  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerCpuSeconds, workerPeakMb, workerRetainedMb, memory };
 }
 
 /**
@@ -233,19 +276,18 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
 
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);
 
+const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
+
 try {
   const pilot = await newStudy('CDISCPILOT01');
   await loadPilot(pilot);
   const pilotRules = (await storeRuleSet(pool, pilot, RULES, TENANT)).id;
   const records = await recordsOf(pilot.id);
-  // Warm-up: caches and JIT on both sides, not measured.
-  if (!process.env.BENCH_SKIP_PILOT) await plainLoop(pilot.id, pilotRules, records);
-  const plain = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await plainLoop(pilot.id, pilotRules, records);
-  const fanout = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await fanoutRun(pilot.id, pilotRules, records);
-  console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: Number((plain.seconds / fanout.seconds).toFixed(2)) }));
-  const big = await scaledCopy(pilot, Number(process.env.BENCH_TIMES ?? 10));
+  const times = Number(process.env.BENCH_TIMES ?? 10);
+  const big = await scaledCopy(pilot, times);
   const bigRules = (await storeRuleSet(pool, big, RULES, TENANT)).id;
   const bigRecords = await recordsOf(big.id);
+  const bigSubjects = Number((await pool.query("SELECT count(DISTINCT subject)::int AS n FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE d.study_id = $1 AND d.domain = 'DM'", [big.id])).rows[0].n);
   if (process.env.BENCH_EXPLAIN) {
     const ids = (await pool.query('SELECT id FROM qc_dataset WHERE study_id = $1 AND current', [big.id])).rows.map((r) => r.id);
     for (const subject of ['01-701-1015', '02-701-1015']) {
@@ -253,10 +295,35 @@ try {
       console.log(subject, plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
     }
   }
+  const skipPilot = Boolean(process.env.BENCH_SKIP_PILOT);
+  // Warm-up: caches and JIT on both sides, not measured.
+  if (!skipPilot) await plainLoop(pilot.id, pilotRules, records);
+  const plain = skipPilot ? null : await plainLoop(pilot.id, pilotRules, records);
   const plainBig = process.env.BENCH_PLAIN_BIG ? await plainLoop(big.id, bigRules, bigRecords) : null;
-  if (plainBig) console.log(JSON.stringify({ plainBig }));
-  const fanoutBig = await fanoutRun(big.id, bigRules, bigRecords);
-  console.log(JSON.stringify({ scenario: 'pilot x10', subjects: 3060, records: bigRecords, fanout: fanoutBig, timeRatioToPilot: Number((fanoutBig.seconds / fanout.seconds).toFixed(2)), target: 11 }));
+  const fleet = await startFleet();
+  try {
+    await fleet.run(pilot.id, pilotRules, records);
+    const fanout = skipPilot ? null : await fleet.run(pilot.id, pilotRules, records);
+    if (plain && fanout) console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: ratio(plain.seconds, fanout.seconds) }));
+    const fanoutBig = await fleet.run(big.id, bigRules, bigRecords);
+    console.log(JSON.stringify({ scenario: `pilot x${times}`, subjects: bigSubjects, records: bigRecords, plainLoop: plainBig, fanout: fanoutBig, ...(plainBig ? { ratio: ratio(plainBig.seconds, fanoutBig.seconds) } : {}) }));
+    if (fanout) {
+      const peak = (r: typeof fanout) => Math.max(...r.workerPeakMb);
+      const retained = (r: typeof fanout) => Math.max(...r.workerRetainedMb);
+      console.log(
+        JSON.stringify({
+          scenario: 'summary',
+          machine: { cores: availableParallelism(), loadAverage: loadavg().map((l) => Number(l.toFixed(1))) },
+          fanoutOverPlainLoop: { ratio: ratio(plain!.seconds, fanout.seconds), target: '>= 1' },
+          [`time x${times} over x1`]: { ratio: ratio(fanoutBig.seconds, fanout.seconds), target: `<= ${times + 1}` },
+          workerPeakRssMb: { x1: peak(fanout), [`x${times}`]: peak(fanoutBig), ratio: ratio(peak(fanoutBig), peak(fanout)), heapCapMb: WORKER_HEAP_MB || 'V8 default' },
+          workerRetainedMb: { x1: retained(fanout), [`x${times}`]: retained(fanoutBig), ratio: ratio(retained(fanoutBig), retained(fanout)) },
+        }),
+      );
+    }
+  } finally {
+    await fleet.close();
+  }
 } finally {
   await pool.end();
   await server?.stop();

@@ -6,7 +6,8 @@
 // which grows with the heap limit V8 chooses, not with what the code keeps. The timer is unref'd:
 // it never keeps a stopping worker alive.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 const every = Number(process.env.BENCH_MEMORY_MS ?? 100);
 setInterval(() => {
@@ -23,15 +24,24 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
-// Diagnostics (BENCH_HEAP_PROFILE=<file>): from SIGUSR2 on, V8's sampling heap profiler records
-// the allocations that survive the young generation (promoted to the old one, garbage or not);
+// On SIGUSR2: a full garbage collection, then `RETAINED <epoch ms> <heapUsed>`: what the process
+// keeps once a run is over (the bench asks after each run).
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+process.on('SIGUSR2', () => {
+  collect();
+  process.stdout.write(`RETAINED ${Date.now()} ${process.memoryUsage().heapUsed}\n`);
+});
+
+// Diagnostics (BENCH_HEAP_PROFILE=<file>): V8's sampling heap profiler records the allocations
+// that survive the young generation (promoted to the old one, garbage or not), from the start;
 // at exit, the sites that allocated the most of them are written to the file.
 if (process.env.BENCH_HEAP_PROFILE) {
   const { Session } = await import('node:inspector');
   const { writeFileSync } = await import('node:fs');
   const session = new Session();
   session.connect();
-  process.on('SIGUSR2', () => session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false }));
+  session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
   process.on('exit', () => {
     session.post('HeapProfiler.stopSampling', (error, result) => {
       if (error) return;

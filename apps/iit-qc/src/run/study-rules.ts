@@ -30,21 +30,27 @@ interface HitQuery {
 /**
  * The flagged records with their data, in dataset and record order, from a query of their keys
  * (dataset_id, recno). A check sorts, groups and hashes only the values it compares: carried
- * along, the records' data made every check of a large dataset spill to disk.
+ * along, the records' data made every check of a large dataset spill to disk. Each flagged
+ * record's data is then read by its key (OFFSET 0 keeps the planner from joining instead): the
+ * planner cannot tell how few records a check flags, and at a million records it hashed the whole
+ * table to join them.
  */
-const withData = (flagged: string) => `SELECT d.name AS dataset, d.domain, r.recno, r.subject, r.data
-     FROM (${flagged}) f JOIN qc_record r ON r.dataset_id = f.dataset_id AND r.recno = f.recno JOIN qc_dataset d ON d.id = r.dataset_id
-     ORDER BY d.name, r.recno`;
+const withData = (flagged: string) => `SELECT f.dataset, f.domain, f.recno, r.subject, r.data
+     FROM (SELECT d.name AS dataset, d.domain, f.dataset_id, f.recno FROM (${flagged}) f JOIN qc_dataset d ON d.id = f.dataset_id ORDER BY d.name, f.recno OFFSET 0) f
+     CROSS JOIN LATERAL (SELECT r.subject, r.data FROM qc_record r WHERE r.dataset_id = f.dataset_id AND r.recno = f.recno OFFSET 0) r
+     ORDER BY f.dataset, f.recno`;
 
 function unique(ids: string[], keys: string[]): HitQuery {
+  // Each key its own parameter ($2...); the keys are computed first, so the window sorts them
+  // and the records' keys only (OFFSET 0: not the records with their data).
+  const values = keys.map((_, i) => `r.data->>$${i + 2} AS k${i}`).join(', ');
+  const partition = keys.map((_, i) => `k${i}`).join(', ');
   return {
     sql: withData(`SELECT dataset_id, recno FROM (
-       SELECT r.dataset_id, r.recno,
-              row_number() OVER (PARTITION BY r.data->>$2, r.data->>$3, r.data->>$4, r.data->>$5, r.data->>$6, r.data->>$7 ORDER BY d.name, r.recno) AS n
-       FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id
-       WHERE r.dataset_id = ANY($1::uuid[])) v WHERE n > 1`),
-    // Up to six keys, each its own parameter; an unused one is '' (absent from every record).
-    params: [ids, ...Array.from({ length: 6 }, (_, i) => keys[i] ?? '')],
+       SELECT dataset_id, recno, row_number() OVER (PARTITION BY ${partition} ORDER BY name, recno) AS n
+       FROM (SELECT r.dataset_id, r.recno, d.name, ${values} FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE r.dataset_id = ANY($1::uuid[]) OFFSET 0) k) v
+     WHERE n > 1`),
+    params: [ids, ...keys],
   };
 }
 

@@ -1,11 +1,22 @@
 // `pnpm --filter @fanout/iit-qc bench`: a full QC run of the CDISC pilot (306 subjects, about
 // 100,000 records, the shipped rule set) on two worker processes, against the same rules evaluated
 // by a plain loop in one process, in the same run; then a synthetic study ten times larger
-// (subjects copied with new ids) on the same two workers, with the workers' peak memory.
-// Prints one JSON line per scenario.
+// (subjects copied with new ids) on the same two workers. Both sides are warmed up first (a run
+// not measured). Prints one JSON line per scenario, then a summary: the fan-out over the plain
+// loop (target >= 1), the 10x time over the 1x time (target <= 11), the workers' peak RSS
+// (VmHWM, reset before each run) and what they retain after a run (heap after a full garbage
+// collection), at 1x and 10x, with their ratios.
+//
+// The workers run as the app's worker script runs them, with V8's old generation capped at 256 MB
+// (BENCH_WORKER_HEAP_MB; 0 for V8's default, sized from the machine's memory). Other variables:
+// BENCH_TIMES (10), BENCH_SKIP_PILOT (only the large study), BENCH_PLAIN_BIG (the plain loop on
+// it too), BENCH_PHASES (the plain loop's phases and the fan-in's slowest statements),
+// BENCH_EXPLAIN (the subject load's plan), BENCH_SLOW_MS (the workers' slow statements),
+// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_HEAP_PROFILE=<file> (what the
+// workers promote to V8's old generation, by allocation site), IIT_SUBJECTS_IN_MEMORY.
 import { randomUUID, createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { appMigrations, loadEnv, openApp } from '@fanout/kit';
@@ -21,7 +32,9 @@ import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from '
 const DATA = fileURLToPath(new URL('../data/cdiscpilot01-sdtm/', import.meta.url));
 const RULES = readFileSync(fileURLToPath(new URL('../rules/cdiscpilot01.yaml', import.meta.url)), 'utf8');
 const ENTRY = fileURLToPath(new URL('../../../packages/kit/src/process/entry.ts', import.meta.url));
+const PROBE = fileURLToPath(new URL('./worker-probe.ts', import.meta.url));
 const TENANT = 'bench';
+const TOKENS = 'bench-token-not-secret:bench';
 
 const dir = mkdtempSync(join(tmpdir(), 'iit-bench-'));
 chmodSync(dir, 0o711);
@@ -52,7 +65,9 @@ async function loadPilot(study: Study) {
 
 /**
  * A study `times` as large: every subject's records copied with new subject ids of the same length
- * (01-701-1015 becomes 02-701-1015...: the pilot's ids all start 01), trial design once.
+ * (01-701-1015 becomes 02-701-1015...: the pilot's ids all start 01), trial design once. The copies
+ * are written one after the other, in record order, as an upload of the larger files would write
+ * them: interleaved, each subject's records would sit on ten times as many pages.
  */
 async function scaledCopy(from: Study, times: number): Promise<Study> {
   const study = await newStudy(`pilot x${times}`);
@@ -67,7 +82,8 @@ async function scaledCopy(from: Study, times: number): Promise<Study> {
       `INSERT INTO qc_record (dataset_id, recno, subject, data)
        SELECT $2, r.recno + (k - 1) * $3, CASE WHEN k = 1 THEN r.subject ELSE lpad(k::text, 2, '0') || substr(r.subject, 3) END,
               CASE WHEN k = 1 OR r.subject IS NULL THEN r.data ELSE jsonb_set(r.data, '{USUBJID}', to_jsonb(lpad(k::text, 2, '0') || substr(r.subject, 3))) END
-       FROM qc_record r, generate_series(1, $4::int) k WHERE r.dataset_id = $1`,
+       FROM qc_record r, generate_series(1, $4::int) k WHERE r.dataset_id = $1
+       ORDER BY k, r.recno`,
       [d.id, ins[0]!.id, d.records, copies],
     );
     await pool.query('UPDATE qc_dataset SET records = (SELECT count(*) FROM qc_record WHERE dataset_id = $1) WHERE id = $1', [ins[0]!.id]);
@@ -79,41 +95,153 @@ async function scaledCopy(from: Study, times: number): Promise<Study> {
 /** Peak resident memory of a process (MB), from /proc. */
 const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
-async function fanoutRun(studyId: string, ruleSetId: string, records: number) {
-  const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir } as Record<string, string>);
+const MB = 1024 * 1024;
+
+/** CPU time a process has used so far (user + system, seconds), from /proc (100 ticks a second). */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/**
+ * A worker's memory by phase of the run, from its probe's lines: the largest RSS and V8 heap seen
+ * while the children ran (the manager's listing included) and during the fan-in, the largest heap
+ * right after a full garbage collection (`live`: what the process kept), and what it held before.
+ */
+function memoryByPhase(lines: readonly string[], started: number, fanInAt: number, ended: number) {
+  const blank = () => ({ rss: 0, heap: 0, live: 0 });
+  const phase = { idle: blank(), children: blank(), fanIn: blank() };
+  for (const line of lines) {
+    const [kind, ...fields] = line.split(' ');
+    if (kind !== 'MEM' && kind !== 'GC') continue;
+    const [at, a, b] = fields.map(Number) as [number, number, number];
+    if (at > ended) continue;
+    const p = at < started ? phase.idle : at < fanInAt ? phase.children : phase.fanIn;
+    if (kind === 'GC') p.live = Math.max(p.live, a);
+    else if (at < started) Object.assign(p, { rss: a, heap: b });
+    else Object.assign(p, { rss: Math.max(p.rss, a), heap: Math.max(p.heap, b) });
+  }
+  const mb = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Math.round(v / MB)]));
+  return { idle: mb(phase.idle), children: mb(phase.children), fanIn: mb(phase.fanIn) };
+}
+
+/** The old generation's cap of the worker processes (MB; 0: V8's default), as the worker script runs them. */
+const WORKER_HEAP_MB = Number(process.env.BENCH_WORKER_HEAP_MB ?? 256);
+
+/**
+ * The API runtime of this process (it submits) and two worker processes, started once for every
+ * fan-out run of the bench, so a measured run finds them warm, as the plain loop is.
+ */
+async function startFleet() {
+  const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir } as Record<string, string>);
   const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
   await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
-  const workers: PodProcess[] = await Promise.all([1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: 'bench-token:bench', FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn' })));
-  try {
-    const started = performance.now();
-    const task = await rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT });
-    const stages: Record<string, number> = {};
-    await waitFor(
-      async () => {
-        const stage = (await pool.query('SELECT stage FROM qc_run WHERE task_id = $1', [task.id])).rows[0]?.stage as string | undefined;
-        if (stage) stages[stage] ??= Math.round(performance.now() - started) / 1000;
-        return stage === 'done';
-      },
-      { timeoutMs: 1_800_000, intervalMs: 50 },
-    );
-    const seconds = (performance.now() - started) / 1000;
-    // When the last child settled (the task completed) and the fan-in ended.
-    const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM (r.finished_at - t.completed_at))::float8 AS fanin FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
-    stages.children = Number(times.children.toFixed(2));
-    stages.fanIn = Number(times.fanin.toFixed(2));
-    const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
-    const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
-    return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerPeakMb: workers.map((w) => Math.round(peakMb(w.pid))) };
-  } finally {
-    await Promise.all(workers.map((w) => w.stop()));
-    await rt.close({ graceMs: 1000 });
+  const nodeOptions = [process.env.NODE_OPTIONS ?? '', WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '', `--import=${PROBE}`].filter(Boolean).join(' ');
+  const workers: PodProcess[] = await Promise.all(
+    [1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions })),
+  );
+  return {
+    run: (studyId: string, ruleSetId: string, records: number) => fanoutRun(() => rt.fanout.submit(rt.ctx.services.definition, { studyId, ruleSetId }, { tenant: TENANT }), workers, studyId, records),
+    async close() {
+      await Promise.all(workers.map((w) => w.stop()));
+      await rt.close({ graceMs: 1000 });
+    },
+  };
+}
+
+/** The workers' heap after a full garbage collection the probe runs on SIGUSR2 (MB): what they keep. */
+async function retainedMb(workers: readonly PodProcess[]): Promise<number[]> {
+  const seen = workers.map((w) => w.lines.length);
+  for (const w of workers) w.kill('SIGUSR2');
+  const lines = await waitFor(
+    () => {
+      const found = workers.map((w, i) => w.lines.slice(seen[i]).find((l) => l.startsWith('RETAINED ')));
+      return found.every(Boolean) ? (found as string[]) : undefined;
+    },
+    { timeoutMs: 30_000, message: 'RETAINED from every worker' },
+  );
+  return lines.map((l) => Math.round(Number(l.split(' ')[2]) / MB));
+}
+
+async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonly PodProcess[], studyId: string, records: number) {
+  // The peak RSS (VmHWM) from here on: writing 5 to clear_refs resets it.
+  for (const w of workers) writeFileSync(`/proc/${w.pid}/clear_refs`, '5');
+  const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
+  const started = performance.now();
+  const startedAt = Date.now();
+  const task = await submit();
+  const stages: Record<string, number> = {};
+  await waitFor(
+    async () => {
+      const stage = (await pool.query('SELECT stage FROM qc_run WHERE task_id = $1', [task.id])).rows[0]?.stage as string | undefined;
+      if (stage) stages[stage] ??= Math.round(performance.now() - started) / 1000;
+      return stage === 'done';
+    },
+    { timeoutMs: 1_800_000, intervalMs: 50 },
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const endedAt = Date.now();
+  const workerCpuSeconds = workers.map((w, i) => Number((cpuSeconds(w.pid) - cpuBefore[i]!).toFixed(1)));
+  const workerPeakMb = workers.map((w) => Math.round(peakMb(w.pid)));
+  // When the last child settled (the task completed) and the fan-in ended.
+  const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
+  stages.children = Number(times.children.toFixed(2));
+  // The fan-in's finished_at is its transaction's start: it ended when 'done' was seen.
+  stages.fanIn = Number(((endedAt - times.completed_ms) / 1000).toFixed(2));
+  const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [task.id])).rows[0].count);
+  const top = (await pool.query('SELECT rule_id, count(*)::int AS n FROM qc_finding WHERE run_id = $1 GROUP BY 1 ORDER BY 2 DESC LIMIT 5', [task.id])).rows.map((r) => `${r.rule_id}=${r.n}`);
+  // The fan-in's 'finishing' stage is inside its transaction, never seen from here: it starts when the task completed.
+  const memory = workers.map((w) => memoryByPhase(w.lines, startedAt, times.completed_ms, endedAt));
+  if (process.env.BENCH_SLOW_MS) {
+    // Slow statements of the workers, at their time relative to the task's completion (the fan-in starts at 0).
+    for (const w of workers) {
+      for (const line of w.lines.filter((l) => l.startsWith('SLOW ') && Number(l.split(' ')[1]) >= startedAt)) {
+        const [, at, ms, ...text] = line.split(' ');
+        console.log(`${((Number(at) - times.completed_ms) / 1000).toFixed(2)}s +${ms}ms ${text.join(' ')}`);
+      }
+    }
   }
+  if (process.env.BENCH_MEMORY_LOG) {
+    workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
+  }
+  const workerRetainedMb = await retainedMb(workers);
+  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerCpuSeconds, workerPeakMb, workerRetainedMb, memory };
+}
+
+/**
+ * Times every statement pg clients of this process run until `stop()`, which returns the slowest
+ * (seconds, the statement's first words): where the fan-in spends its time.
+ */
+function timeStatements() {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  const spent = new Map<string, number>();
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text ?? '?');
+    const started = performance.now();
+    const result = original.apply(this, args);
+    if (result instanceof Promise) {
+      const key = text.replace(/\s+/g, ' ').slice(0, 90);
+      result.then(
+        () => spent.set(key, (spent.get(key) ?? 0) + (performance.now() - started) / 1000),
+        () => {},
+      );
+    }
+    return result;
+  };
+  return {
+    stop() {
+      proto.query = original;
+      return [...spent].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => `${v.toFixed(2)}s ${k}`);
+    },
+  };
 }
 
 /** The same rules, a plain loop in this one process: every subject in turn, then the study-level rules. */
 async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const runId = randomUUID();
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const run = await snapshotRun(pool, runId, TENANT, { studyId, ruleSetId });
   const ctx = await runContext(pool, runId);
   const phase = { load: 0, evaluate: 0, save: 0, fanIn: 0 };
@@ -135,40 +263,67 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
     }
   }
   at = performance.now();
+  const statements = process.env.BENCH_PHASES ? timeStatements() : null;
   await finishRun(pool, runId);
   lap('fanIn');
+  if (statements) console.log(JSON.stringify({ fanInStatements: statements.stop() }));
   if (process.env.BENCH_PHASES) console.log(JSON.stringify(phase));
   const seconds = (performance.now() - started) / 1000;
   const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);
-  return { seconds, findings, recordsPerSecond: Math.round(records / seconds) };
+  const used = process.cpuUsage(cpu);
+  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
 }
 
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);
+
+const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
 
 try {
   const pilot = await newStudy('CDISCPILOT01');
   await loadPilot(pilot);
   const pilotRules = (await storeRuleSet(pool, pilot, RULES, TENANT)).id;
   const records = await recordsOf(pilot.id);
-  // Warm-up: caches and JIT on both sides, not measured.
-  if (!process.env.BENCH_SKIP_PILOT) await plainLoop(pilot.id, pilotRules, records);
-  const plain = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await plainLoop(pilot.id, pilotRules, records);
-  const fanout = process.env.BENCH_SKIP_PILOT ? { seconds: 1 } : await fanoutRun(pilot.id, pilotRules, records);
-  console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: Number((plain.seconds / fanout.seconds).toFixed(2)) }));
-  const big = await scaledCopy(pilot, Number(process.env.BENCH_TIMES ?? 10));
+  const times = Number(process.env.BENCH_TIMES ?? 10);
+  const big = await scaledCopy(pilot, times);
   const bigRules = (await storeRuleSet(pool, big, RULES, TENANT)).id;
   const bigRecords = await recordsOf(big.id);
+  const bigSubjects = Number((await pool.query("SELECT count(DISTINCT subject)::int AS n FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE d.study_id = $1 AND d.domain = 'DM'", [big.id])).rows[0].n);
   if (process.env.BENCH_EXPLAIN) {
     const ids = (await pool.query('SELECT id FROM qc_dataset WHERE study_id = $1 AND current', [big.id])).rows.map((r) => r.id);
     for (const subject of ['01-701-1015', '02-701-1015']) {
-      const plan = await pool.query('EXPLAIN ANALYZE SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [subject, ids]);
+      const plan = await pool.query('EXPLAIN (ANALYZE, BUFFERS) SELECT dataset_id, recno, data FROM qc_record WHERE subject = $1 AND dataset_id = ANY($2::uuid[]) ORDER BY dataset_id, recno', [subject, ids]);
       console.log(subject, plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
     }
   }
+  const skipPilot = Boolean(process.env.BENCH_SKIP_PILOT);
+  // Warm-up: caches and JIT on both sides, not measured.
+  if (!skipPilot) await plainLoop(pilot.id, pilotRules, records);
+  const plain = skipPilot ? null : await plainLoop(pilot.id, pilotRules, records);
   const plainBig = process.env.BENCH_PLAIN_BIG ? await plainLoop(big.id, bigRules, bigRecords) : null;
-  if (plainBig) console.log(JSON.stringify({ plainBig }));
-  const fanoutBig = await fanoutRun(big.id, bigRules, bigRecords);
-  console.log(JSON.stringify({ scenario: 'pilot x10', subjects: 3060, records: bigRecords, fanout: fanoutBig, timeRatioToPilot: Number((fanoutBig.seconds / fanout.seconds).toFixed(2)), target: 11 }));
+  const fleet = await startFleet();
+  try {
+    await fleet.run(pilot.id, pilotRules, records);
+    const fanout = skipPilot ? null : await fleet.run(pilot.id, pilotRules, records);
+    if (plain && fanout) console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: ratio(plain.seconds, fanout.seconds) }));
+    const fanoutBig = await fleet.run(big.id, bigRules, bigRecords);
+    console.log(JSON.stringify({ scenario: `pilot x${times}`, subjects: bigSubjects, records: bigRecords, plainLoop: plainBig, fanout: fanoutBig, ...(plainBig ? { ratio: ratio(plainBig.seconds, fanoutBig.seconds) } : {}) }));
+    if (fanout) {
+      const peak = (r: typeof fanout) => Math.max(...r.workerPeakMb);
+      const retained = (r: typeof fanout) => Math.max(...r.workerRetainedMb);
+      console.log(
+        JSON.stringify({
+          scenario: 'summary',
+          machine: { cores: availableParallelism(), loadAverage: loadavg().map((l) => Number(l.toFixed(1))) },
+          fanoutOverPlainLoop: { ratio: ratio(plain!.seconds, fanout.seconds), target: '>= 1' },
+          [`time x${times} over x1`]: { ratio: ratio(fanoutBig.seconds, fanout.seconds), target: `<= ${times + 1}` },
+          workerPeakRssMb: { x1: peak(fanout), [`x${times}`]: peak(fanoutBig), ratio: ratio(peak(fanoutBig), peak(fanout)), heapCapMb: WORKER_HEAP_MB || 'V8 default' },
+          workerRetainedMb: { x1: retained(fanout), [`x${times}`]: retained(fanoutBig), ratio: ratio(retained(fanoutBig), retained(fanout)) },
+        }),
+      );
+    }
+  } finally {
+    await fleet.close();
+  }
 } finally {
   await pool.end();
   await server?.stop();

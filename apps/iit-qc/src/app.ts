@@ -28,6 +28,11 @@ export default defineApp({
     IIT_STORAGE_DIR: stringVar().optional(),
     /** The largest upload accepted (413 beyond it). @default 268435456 (256 MB) */
     IIT_MAX_UPLOAD_BYTES: intVar({ min: 1024, max: 2 ** 40 }).default(256 * 1024 * 1024),
+    /**
+     * Subjects a worker process loads and evaluates at once (its other children wait before
+     * loading): what bounds the subject data in the worker's memory. @default 2
+     */
+    IIT_SUBJECTS_IN_MEMORY: intVar({ min: 1, max: 1000 }).default(2),
   },
   setup({ pool, env }) {
     const root = env.IIT_STORAGE_DIR ?? join(env.FANOUT_DATA_DIR, 'iit');
@@ -37,7 +42,7 @@ export default defineApp({
       storageDir: join(root, 'files'),
       uploadDir: join(root, 'incoming'),
       maxUploadBytes: env.IIT_MAX_UPLOAD_BYTES,
-      definition: qcRun({ pool, review: llm ? agentReview(llm) : null }),
+      definition: qcRun({ pool, review: llm ? agentReview(llm) : null, subjectsInMemory: env.IIT_SUBJECTS_IN_MEMORY }),
     };
   },
   routes: ({ services, fanout }) => [

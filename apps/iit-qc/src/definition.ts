@@ -1,4 +1,4 @@
-import { defineFanout } from '@fanout/core';
+import { defineFanout, LocalLimit } from '@fanout/core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { evaluateSubject } from './rules/engine.ts';
@@ -18,6 +18,14 @@ export interface QcOptions {
   pool: pg.Pool;
   /** Runs the rules of kind llm; without it they are recorded as errors ("no model configured"). */
   review?: AgentReview | null;
+  /**
+   * Subjects whose records this process holds at once, from their load to the end of their rule
+   * evaluation; its other children wait before loading. The evaluation is CPU work on the one
+   * JavaScript thread, so two (one evaluated while the next loads) keep the thread busy, and the
+   * worker's memory holds two subjects' records whatever its concurrency (and, for rules of kind
+   * llm, those whose review is waiting on the model). @default 2
+   */
+  subjectsInMemory?: number;
 }
 
 /**
@@ -29,6 +37,7 @@ export interface QcOptions {
  */
 export function qcRun(options: QcOptions) {
   const { pool } = options;
+  const inMemory = new LocalLimit(options.subjectsInMemory ?? 2);
   return defineFanout({
     name: 'iit_qc_run',
     input: qcInput,
@@ -47,8 +56,10 @@ export function qcRun(options: QcOptions) {
     },
     async runItem(item, ctx) {
       const run = await runContext(pool, ctx.task.id);
-      const data = await loadSubject(pool, run, item.subject, item.site);
-      const { findings, tallies } = evaluateSubject(run.childRules, data, run.trial);
+      const { data, findings, tallies } = await inMemory.run(async () => {
+        const data = await loadSubject(pool, run, item.subject, item.site);
+        return { data, ...evaluateSubject(run.childRules, data, run.trial) };
+      }, ctx.signal);
       const llmRules = run.childRules.filter((r) => r.kind === 'llm');
       if (llmRules.length > 0) {
         const reviewed = await reviewSubject(options.review ?? null, llmRules, data, ctx);

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { runStudyRule } from './study-rules.ts';
-import { insertFindings, runContext } from './run-store.ts';
+import { forgetRun, insertFindings, runContext } from './run-store.ts';
 
 export interface RunSummary {
   skipped: Record<string, string>;
@@ -26,21 +26,12 @@ export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSumma
   try {
     await client.query('BEGIN');
     await client.query("UPDATE qc_run SET stage = 'finishing' WHERE task_id = $1", [taskId]);
-    // Sites of subjects, for study-level findings.
-    const sites = new Map<string, string | null>();
-    const siteRows = await client.query<{ subject: string; site: string | null }>('SELECT DISTINCT subject, site FROM qc_finding WHERE run_id = $1 AND subject IS NOT NULL', [taskId]);
-    for (const r of siteRows.rows) sites.set(r.subject, r.site);
-    const dm = ctx.datasets.filter((d) => d.domain === 'DM').map((d) => d.id);
-    if (dm.length > 0) {
-      const { rows } = await client.query<{ subject: string; site: string | null }>("SELECT subject, data->>'SITEID' AS site FROM qc_record WHERE dataset_id = ANY($1::uuid[]) AND subject IS NOT NULL", [dm]);
-      for (const r of rows) sites.set(r.subject, r.site);
-    }
     await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [taskId]);
     const studyErrors = new Map<string, string>();
     for (const rule of ctx.rules.filter((r) => r.level === 'study' && !ctx.skipped.has(r.id))) {
       await client.query('SAVEPOINT rule');
       try {
-        await insertFindings(client, taskId, await runStudyRule(client, rule, ctx.datasets, sites));
+        for await (const findings of runStudyRule(client, taskId, rule, ctx.datasets)) await insertFindings(client, taskId, findings);
         await client.query('RELEASE SAVEPOINT rule');
       } catch (error) {
         await client.query('ROLLBACK TO SAVEPOINT rule');
@@ -130,6 +121,7 @@ export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSumma
     };
     await client.query("UPDATE qc_run SET stage = 'done', summary = $2, previous_run_id = $3, finished_at = now() WHERE task_id = $1", [taskId, JSON.stringify(summary), previousRunId]);
     await client.query('COMMIT');
+    forgetRun(taskId);
     return summary;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

@@ -111,6 +111,14 @@ export function runContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
   return ctx;
 }
 
+/**
+ * Drops a run's context from this process once its fan-in is done: its compiled rules and trial
+ * design serve no child any more (a retry of failed items loads them again).
+ */
+export function forgetRun(taskId: string): void {
+  contexts.delete(taskId);
+}
+
 async function loadContext(pool: pg.Pool, taskId: string): Promise<RunContext> {
   const row = await loadRunRow(pool, taskId);
   if (!row) throw new PermanentError(`run ${taskId} has no snapshot`, { code: 'run_not_found' });
@@ -155,40 +163,59 @@ export async function loadSubject(pool: pg.Pool, ctx: RunContext, subject: strin
 
 const FINDING_COLUMNS = ['key', 'rule_id', 'level', 'subject', 'site', 'domain', 'dataset', 'recno', 'variables', 'values', 'message', 'severity'] as const;
 
+/** Findings inserted per statement. */
+const FINDINGS_PAGE = 2000;
+
+/** The rows of a JSON array of findings ($n), for an INSERT ... SELECT. */
+const findingRows = (param: string) => `SELECT t.key, t.rule_id, t.level, t.subject, t.site, t.domain, t.dataset, t.recno,
+              ARRAY(SELECT jsonb_array_elements_text(t.variables)), ARRAY(SELECT jsonb_array_elements_text(t.vals)), t.message, t.severity
+       FROM jsonb_to_recordset(${param}::jsonb) AS t(key text, rule_id text, level text, subject text, site text, domain text, dataset text, recno int, variables jsonb, vals jsonb, message text, severity text)`;
+
+const findingsJson = (findings: readonly Finding[]) =>
+  JSON.stringify(
+    findings.map((f) => ({ key: f.key, rule_id: f.ruleId, level: f.level, subject: f.subject, site: f.site, domain: f.domain, dataset: f.dataset, recno: f.recno, variables: f.variables, vals: f.values, message: f.message, severity: f.severity })),
+  );
+
 /** Inserts findings of a run (a page at a time); a finding already there (same key) is kept. */
 export async function insertFindings(db: pg.PoolClient, runId: string, findings: readonly Finding[]): Promise<void> {
-  for (let i = 0; i < findings.length; i += 2000) {
-    const page = findings.slice(i, i + 2000);
-    await db.query(
-      `INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')})
-       SELECT $1, t.key, t.rule_id, t.level, t.subject, t.site, t.domain, t.dataset, t.recno,
-              ARRAY(SELECT jsonb_array_elements_text(t.variables)), ARRAY(SELECT jsonb_array_elements_text(t.vals)), t.message, t.severity
-       FROM jsonb_to_recordset($2::jsonb) AS t(key text, rule_id text, level text, subject text, site text, domain text, dataset text, recno int, variables jsonb, vals jsonb, message text, severity text)
-       ON CONFLICT (run_id, key) DO NOTHING`,
-      [
-        runId,
-        JSON.stringify(
-          page.map((f) => ({ key: f.key, rule_id: f.ruleId, level: f.level, subject: f.subject, site: f.site, domain: f.domain, dataset: f.dataset, recno: f.recno, variables: f.variables, vals: f.values, message: f.message, severity: f.severity })),
-        ),
-      ],
-    );
+  for (let i = 0; i < findings.length; i += FINDINGS_PAGE) {
+    await db.query(`INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')}) SELECT $1, f.* FROM (${findingRows('$2')}) f ON CONFLICT (run_id, key) DO NOTHING`, [
+      runId,
+      findingsJson(findings.slice(i, i + FINDINGS_PAGE)),
+    ]);
   }
 }
 
+// A subject's save in one statement: what an earlier attempt stored goes, its findings (a first
+// page) and rule errors come in. The inserts read the count of the deletes, so each delete has
+// run to its end before its insert starts: the rows it deleted are this transaction's, and a key
+// they held is free again for the insert.
+const SAVE_SUBJECT = `WITH gone AS (DELETE FROM qc_finding WHERE run_id = $1 AND subject = $2 AND level <> 'study' RETURNING 1),
+     gone_errors AS (DELETE FROM qc_rule_error WHERE run_id = $1 AND subject = $2 RETURNING 1),
+     errors AS (
+       INSERT INTO qc_rule_error (run_id, subject, rule_id, count, message)
+       SELECT $1, $2, e.rule_id, e.count, e.message FROM jsonb_to_recordset($4::jsonb) AS e(rule_id text, count int, message text)
+       WHERE (SELECT count(*) FROM gone_errors) >= 0)
+     INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')})
+     SELECT $1, f.* FROM (${findingRows('$3')}) f WHERE (SELECT count(*) FROM gone) >= 0
+     ON CONFLICT (run_id, key) DO NOTHING`;
+
 /**
- * A child's outcome, in one transaction: whatever an earlier attempt of this subject stored is
- * replaced, so a retry after a crash leaves neither duplicates nor gaps.
+ * A child's outcome, atomically: whatever an earlier attempt of this subject stored is replaced, so
+ * a retry after a crash leaves neither duplicates nor gaps. One statement (one round trip) unless
+ * the subject has more findings than a page, then one transaction.
  */
 export async function saveSubject(pool: pg.Pool, runId: string, subject: string, findings: readonly Finding[], tallies: ReadonlyMap<string, RuleTally>): Promise<void> {
+  const errors = JSON.stringify([...tallies].map(([ruleId, tally]) => ({ rule_id: ruleId, count: tally.errors, message: tally.firstError ?? '' })));
+  if (findings.length <= FINDINGS_PAGE) {
+    await pool.query(SAVE_SUBJECT, [runId, subject, findingsJson(findings), errors]);
+    return;
+  }
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND subject = $2 AND level <> 'study'", [runId, subject]);
-    await client.query('DELETE FROM qc_rule_error WHERE run_id = $1 AND subject = $2', [runId, subject]);
-    await insertFindings(client, runId, findings);
-    for (const [ruleId, tally] of tallies) {
-      await client.query('INSERT INTO qc_rule_error (run_id, subject, rule_id, count, message) VALUES ($1, $2, $3, $4, $5)', [runId, subject, ruleId, tally.errors, tally.firstError ?? '']);
-    }
+    await client.query(SAVE_SUBJECT, [runId, subject, findingsJson(findings.slice(0, FINDINGS_PAGE)), errors]);
+    await insertFindings(client, runId, findings.slice(FINDINGS_PAGE));
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

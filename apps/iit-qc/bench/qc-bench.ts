@@ -97,6 +97,9 @@ const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc
 
 const MB = 1024 * 1024;
 
+/** The machine's load average over the last minute: other work on it skews a comparison. */
+const load1 = () => Number(loadavg()[0]!.toFixed(1));
+
 /** CPU time a process has used so far (user + system, seconds), from /proc (100 ticks a second). */
 const cpuSeconds = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -167,6 +170,7 @@ async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonl
   // The peak RSS (VmHWM) from here on: writing 5 to clear_refs resets it.
   for (const w of workers) writeFileSync(`/proc/${w.pid}/clear_refs`, '5');
   const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
+  const loadBefore = load1();
   const started = performance.now();
   const startedAt = Date.now();
   const task = await submit();
@@ -205,7 +209,7 @@ async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonl
     workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
   }
   const workerRetainedMb = await retainedMb(workers);
-  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), workerCpuSeconds, workerPeakMb, workerRetainedMb, memory };
+  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], workerCpuSeconds, workerPeakMb, workerRetainedMb, memory };
 }
 
 /**
@@ -242,6 +246,7 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const runId = randomUUID();
   const started = performance.now();
   const cpu = process.cpuUsage();
+  const loadBefore = load1();
   const run = await snapshotRun(pool, runId, TENANT, { studyId, ruleSetId });
   const ctx = await runContext(pool, runId);
   const phase = { load: 0, evaluate: 0, save: 0, fanIn: 0 };
@@ -271,7 +276,7 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const seconds = (performance.now() - started) / 1000;
   const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);
   const used = process.cpuUsage(cpu);
-  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
+  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
 }
 
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);

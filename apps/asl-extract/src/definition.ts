@@ -38,7 +38,9 @@ export function aslExtract(options: AslOptions) {
     input: aslInput,
     item: aslItem,
     result: z.object({ extractionId: z.uuid(), model: z.string(), fieldsFound: z.number().int() }),
-    options: { child: { retryDelaySeconds: 5 } },
+    // A batch of up to 100 papers is listed at submit (one query of the tenant's documents) and
+    // starts at once, without waiting for a manager job.
+    options: { child: { retryDelaySeconds: 5 }, manager: { dispatchAtSubmit: 100 } },
     summarize: ({ documentIds }) => `${documentIds.length} ${documentIds.length === 1 ? 'paper' : 'papers'}`,
     async *listItems({ documentIds }, ctx) {
       const unique = [...new Set(documentIds)];

@@ -188,7 +188,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
 
   it('a cancel made on the API process reaches the event stream', async () => {
     await using t = await aslTest();
-    await t.api(); // no workers: the task stays queued until the cancel
+    await t.api(); // no workers: the task stays unfinished until the cancel
     const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 3);
     const id = await submit(t, ids);
     const res = await t.call('GET', `/tasks/${id}/events`);

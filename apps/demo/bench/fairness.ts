@@ -14,6 +14,7 @@ import { benchServer } from './server.ts';
 const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
 const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
 const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
+const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
 const SUBMITTERS = 10;
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
@@ -24,7 +25,8 @@ const server = await benchServer();
 try {
   const url = await server.database('bench_fairness', [migrationsDir]);
   const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', ...(process.env.BENCH_MANAGERS ? { FANOUT_MANAGER_CONCURRENCY: process.env.BENCH_MANAGERS } : {}) })));
-  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 12 });
+  // Tasks of up to DISPATCH_AT_SUBMIT items are dispatched by submit() itself (0: by a manager job).
+  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition({ dispatchAtSubmit: DISPATCH_AT_SUBMIT })], poolSize: 12 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
   const db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -103,6 +105,7 @@ try {
     );
     print({
       scenario: 'many_small',
+      dispatchAtSubmit: DISPATCH_AT_SUBMIT,
       tasks: MANY,
       itemsPerTask: 20,
       submitters: SUBMITTERS,

@@ -33,6 +33,7 @@ export type { ConsoleLoggerOptions, Logger, PinoLike } from './runtime/logger.ts
 export { ATTR, DURATION_BUCKETS_S, FanoutTelemetry, INSTRUMENTATION_SCOPE, LabeledCounts, METRIC, SPAN } from './telemetry/index.ts';
 export type { TaskAttention, TelemetryOptions, TraceCarrier } from './telemetry/index.ts';
 export { isTerminalTaskStatus, taskCountsOf, TERMINAL_TASK_STATUSES } from './store/types.ts';
+export { uuidv7 } from './store/ids.ts';
 export type * from './store/types.ts';
 export { BUCKET_MS, RuntimeStats } from './operations/runtime-stats.ts';
 export type { LimitStats, RecoveryCounts } from './operations/runtime-stats.ts';

@@ -1,37 +1,9 @@
-import { randomBytes } from 'node:crypto';
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
 
-let lastMs = 0;
-let counter = 0;
-
-/**
- * A time-ordered UUID (version 7), so task ids sort by creation. Within one millisecond the 12
- * bits after the timestamp count up (RFC 9562, method 1), so ids made by one process keep their
- * order even when several fall in the same millisecond.
- */
-export function uuidv7(): string {
-  const bytes = randomBytes(16);
-  let ms = Date.now();
-  if (ms > lastMs) {
-    counter = bytes.readUInt16BE(6) & 0x07ff; // start low in the range, leaving room to count
-  } else {
-    ms = lastMs; // same millisecond, or the clock went back
-    counter++;
-    if (counter > 0x0fff) {
-      ms++;
-      counter = 0;
-    }
-  }
-  lastMs = ms;
-  bytes.writeUIntBE(ms, 0, 6);
-  bytes.writeUInt16BE(0x7000 | counter, 6);
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+// Task ids are made by core (a runtime may make one before the task is stored).
+export { uuidv7 } from '@fanout/core';
 
 export function encodeCursor(parts: readonly (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');

@@ -1,6 +1,7 @@
 import {
   FanoutError,
   type ClaimResult,
+  type DispatchedTask,
   type EnqueueWork,
   type ClaimNextQuery,
   type ClaimNextResult,
@@ -111,6 +112,10 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
     return this.#transaction((tx) => dispatch.insertTask(tx, task, enqueue));
+  }
+
+  async createDispatchedTask(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
+    return this.#transaction((tx) => dispatch.insertDispatchedTask(tx, task, items, enqueue, trace));
   }
 
   async getTask(id: string): Promise<TaskRecord | null> {

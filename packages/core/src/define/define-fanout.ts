@@ -69,6 +69,15 @@ export interface ManagerQueueOptions {
   pageSize?: number;
   /** Pages inserted side by side while the listing goes on. @default 2 */
   pagesInFlight?: number;
+  /**
+   * Tasks of at most this many items are dispatched by `submit()` itself: it lists the items and
+   * stores the task with them and their jobs in one transaction, so the first children start
+   * within milliseconds instead of after a manager job's turn. The listing then runs in the
+   * submitting process (an API process): give this only to definitions whose `listItems` is
+   * cheap. A listing with more items, or one that throws, is left to the manager job as usual.
+   * At most `pageSize`; 0 turns it off. @default 0
+   */
+  dispatchAtSubmit?: number;
 }
 
 export interface ChildQueueOptions {
@@ -197,6 +206,7 @@ export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends
       heartbeatSeconds: positiveInt(m.heartbeatSeconds ?? 30, 'options.manager.heartbeatSeconds', 10),
       pageSize: positiveInt(m.pageSize ?? 1000, 'options.manager.pageSize'),
       pagesInFlight: positiveInt(m.pagesInFlight ?? 2, 'options.manager.pagesInFlight'),
+      dispatchAtSubmit: 0,
     },
     child: {
       retryLimit: positiveInt(c.retryLimit ?? 3, 'options.child.retryLimit', 0),
@@ -208,6 +218,7 @@ export function defineFanout<TInputSchema extends z.ZodType, TItemSchema extends
     },
     ...resolveLimits(definition.options ?? {}, 'options.'),
   };
+  resolved.manager.dispatchAtSubmit = positiveInt(m.dispatchAtSubmit ?? 0, 'options.manager.dispatchAtSubmit', 0, resolved.manager.pageSize);
   return {
     ...definition,
     managerQueue: `${definition.name}_manager`,

@@ -4,7 +4,7 @@ import { defaultClassifier } from '../errors/classify.ts';
 import { FanoutError, PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
-import { errorFields } from './logger.ts';
+import { errorFields, type Logger } from './logger.ts';
 import type { JobTraceFields } from '../telemetry/tracing.ts';
 import { storableProblem, withoutNul } from './storable.ts';
 
@@ -147,23 +147,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
         analyzeAt *= 2;
         await ctx.refreshStatistics();
       }
-      const items: NewItem[] = page.map((listed) => {
-        seq++;
-        if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
-          throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
-        }
-        // A key no text column can hold (a NUL) is stored with U+FFFD in its place, and its item fails.
-        const key = withoutNul(listed.key);
-        if (key !== listed.key) return { key, seq, snapshot: null, error: { code: 'invalid_key', message: 'key: contains a NUL character (\\u0000), which PostgreSQL cannot store', retryable: false } };
-        // A snapshot that does not match the item schema, or cannot be stored, fails that item, not the task.
-        const parsed = definition.item.safeParse(listed.snapshot);
-        if (!parsed.success) {
-          const raw = storableProblem(listed.snapshot) ? null : (listed.snapshot ?? null);
-          return { key, seq, snapshot: raw, error: { code: 'validation', message: withoutNul(`snapshot: ${parsed.error.message}`), retryable: false } };
-        }
-        const problem = storableProblem(parsed.data);
-        return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
-      });
+      const items: NewItem[] = page.map((listed) => toNewItem(definition, listed, ++seq));
       const insert: Promise<void> = ctx.telemetry
         .page(task, ++pageNumber, items, () => ctx.store.insertItems(task.id, items, ctx.enqueueWork))
         .then((result) => {
@@ -188,4 +172,50 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
   if (failure) throw failure;
   // A page that found the task stopped inserted nothing, even as the last one.
   return reachedEnd && !stopped;
+}
+
+/**
+ * One listed item as the store takes it: a key no text column can hold (a NUL) is stored with
+ * U+FFFD in its place and its item fails; a snapshot that does not match the item schema, or
+ * cannot be stored, fails that item, not the task. A key out of bounds fails the listing.
+ */
+function toNewItem(definition: AnyFanoutDefinition, listed: ListedItem<unknown>, seq: number): NewItem {
+  if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
+    throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
+  }
+  const key = withoutNul(listed.key);
+  if (key !== listed.key) return { key, seq, snapshot: null, error: { code: 'invalid_key', message: 'key: contains a NUL character (\\u0000), which PostgreSQL cannot store', retryable: false } };
+  const parsed = definition.item.safeParse(listed.snapshot);
+  if (!parsed.success) {
+    const raw = storableProblem(listed.snapshot) ? null : (listed.snapshot ?? null);
+    return { key, seq, snapshot: raw, error: { code: 'validation', message: withoutNul(`snapshot: ${parsed.error.message}`), retryable: false } };
+  }
+  const problem = storableProblem(parsed.data);
+  return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };
+}
+
+/**
+ * The items of a small task, listed by `submit()` (`options.manager.dispatchAtSubmit`): all of
+ * them when there are at most that many, else null (the listing is stopped there, and the
+ * manager job lists the task as usual). A listing that throws is also left to the manager, whose
+ * retries and classifier decide about it.
+ */
+export async function listAtSubmit(definition: AnyFanoutDefinition, input: unknown, task: { id: string; tenant: string | null }, logger: Logger): Promise<NewItem[] | null> {
+  const most = definition.resolved.manager.dispatchAtSubmit;
+  const controller = new AbortController();
+  try {
+    const listed = await definition.listItems(input, { task, signal: controller.signal, logger });
+    const items: NewItem[] = [];
+    for await (const page of pages(listed, most + 1)) {
+      if (items.length + page.length > most) return null;
+      for (const entry of page) items.push(toNewItem(definition, entry, items.length + 1));
+    }
+    return items;
+  } catch (error) {
+    logger.debug('listing at submit failed; the manager job lists the task', { definition: definition.name, taskId: task.id, ...errorFields(error) });
+    return null;
+  } finally {
+    // Tells a listing still going (more items than dispatched at submit) to stop.
+    controller.abort(new FanoutError('aborted', `task ${task.id}: listed by its manager instead`));
+  }
 }

@@ -12,6 +12,8 @@ import {
   type WorkToEnqueue,
   type ListItemsQuery,
   type ListTasksQuery,
+  type NewItem,
+  type NewTask,
   type ReconcileResult,
   type SettleResult,
   type SettledTask,
@@ -32,7 +34,8 @@ import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { maintenancePass, retentionMargin, runFanIns, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
-import { runManager, type ManagerJobData } from './manager.ts';
+import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
+import { uuidv7 } from '../store/ids.ts';
 
 export interface FanoutRuntimeOptions {
   store: FanoutStore;
@@ -438,8 +441,12 @@ export class Fanout implements AsyncDisposable {
     if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
     }
-    const task = await this.telemetry.submit(def.name, options.tenant ?? null, () => this.store.createTask(
-      {
+    const tenant = options.tenant ?? null;
+    const id = uuidv7();
+    // A small task's items are listed here and stored with it: no manager job to wait for.
+    const items = def.resolved.manager.dispatchAtSubmit > 0 && this.store.createDispatchedTask ? await listAtSubmit(def, parsed, { id, tenant }, this.logger) : null;
+    const newTask: NewTask = {
+        id,
         kind: def.name,
         tenant: options.tenant ?? null,
         input: parsed,
@@ -452,7 +459,10 @@ export class Fanout implements AsyncDisposable {
         priority,
         // What the key stands for: the same key with other input or options is another request.
         requestHash: key === null ? null : createHash('sha256').update(JSON.stringify(priority === 0 ? [parsed, limits] : [parsed, limits, priority])).digest('hex'),
-      },
+    };
+    if (items) return this.#submitDispatched(def, newTask, items);
+    const task = await this.telemetry.submit(def.name, tenant, () => this.store.createTask(
+      newTask,
       async (tx, task) => {
         const data: ManagerJobData = { taskId: task.id, ...this.telemetry.jobFields() };
         assertJobPayload(def.managerQueue, data);
@@ -461,6 +471,27 @@ export class Fanout implements AsyncDisposable {
       },
     ));
     if (!task.replayed) this.events.emit('task.submitted', { ...taskCountsOf(task), at: Date.now() });
+    return task;
+  }
+
+  /** Stores a task with the items listed at submit, dispatched (see `options.manager.dispatchAtSubmit`). */
+  async #submitDispatched(def: AnyFanoutDefinition, newTask: NewTask, items: NewItem[]): Promise<SubmittedTask> {
+    const store = this.store as Required<Pick<FanoutStore, 'createDispatchedTask'>>;
+    const dispatch: { settled: SettledTask | null } = { settled: null };
+    const task = await this.telemetry.submit(def.name, newTask.tenant ?? null, async () => {
+      // The items' spans continue the submit's trace, as they continue a manager's dispatch.
+      const trace = this.telemetry.jobFields().trace ?? null;
+      const created = await this.telemetry.page(newTask as Pick<TaskRecord, 'kind' | 'tenant'>, 1, items, () =>
+        store.createDispatchedTask(newTask, items, (tx, work) => this.#enqueueWork(tx, work), trace),
+      );
+      dispatch.settled = created.settled;
+      return created.task;
+    });
+    if (task.replayed) return task;
+    this.events.emit('task.submitted', { ...taskCountsOf(task), at: Date.now() });
+    // As after a manager's dispatch: a task with nothing left to run ends now, and one whose
+    // items failed validation past its tolerance stops.
+    if (dispatch.settled) this.#afterSettle({ settled: [], tasks: [dispatch.settled] });
     return task;
   }
 

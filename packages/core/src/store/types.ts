@@ -142,6 +142,8 @@ export type EnqueueWork = (tx: SqlExecutor, work: readonly WorkToEnqueue[]) => P
 export type EnqueueTask = (tx: SqlExecutor, task: TaskRecord) => Promise<void>;
 
 export interface NewTask {
+  /** The task's id, when the caller made it first (a UUID v7, `uuidv7()`); else the store makes one. */
+  id?: string;
   kind: string;
   tenant?: string | null;
   input: unknown;
@@ -256,6 +258,13 @@ export interface Outcome {
   status: 'succeeded' | 'failed' | 'cancelled';
   result?: unknown;
   error?: ItemError;
+}
+
+/** What `createDispatchedTask` did: the task, the items it inserted, and the task as its dispatch ended. */
+export interface DispatchedTask {
+  task: SubmittedTask;
+  inserted: number;
+  settled: SettledTask | null;
 }
 
 export interface SettledTask extends TaskCounts {
@@ -444,6 +453,14 @@ export interface FanoutStore {
   // -- tasks ---------------------------------------------------------------------------------
   /** Creates a task (status `queued`) and, in the same transaction, enqueues its manager job. */
   createTask(task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask>;
+  /**
+   * Creates a task with its dispatch already done, in one transaction: the task (`running`, its
+   * `total` final), the items given, and the jobs that take them (`enqueue`, as `insertItems`
+   * does); no manager job. With an idempotency key already used, inserts nothing, as `createTask`.
+   * `settled` is the task as the dispatch left it (finished when no item is left to run), for
+   * the caller to announce; null on a replay. Optional: without it, every task has a manager.
+   */
+  createDispatchedTask?(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask>;
   getTask(id: string): Promise<TaskRecord | null>;
   listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>>;
   listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>>;

@@ -107,7 +107,7 @@ export class FanoutTelemetry {
    * failed validation at dispatch are stored failed: they are counted as settled when the page went
    * in whole (a retried manager's page that skips keys counted them the first time).
    */
-  page<T extends { inserted: number }>(task: TaskRecord, number: number, items: readonly NewItem[], fn: () => Promise<T>): Promise<T> {
+  page<T extends { inserted: number }>(task: Pick<TaskRecord, 'kind' | 'tenant'>, number: number, items: readonly NewItem[], fn: () => Promise<T>): Promise<T> {
     return inSpan(this.tracer, SPAN.page, { attributes: { [ATTR.pageNumber]: number, [ATTR.pageItems]: items.length } }, context.active(), async (span) => {
       const result = await fn();
       span.setAttribute(ATTR.inserted, result.inserted);

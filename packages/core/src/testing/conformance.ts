@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uuidv7 } from '../store/ids.ts';
 import type { EnqueueWork, FanoutStore, NewItem, Outcome, TaskRecord, WorkToEnqueue } from '../store/types.ts';
 
 export interface ConformanceHarness {
@@ -206,6 +207,77 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const task = await newTask();
         await store.startDispatch(task.id);
         expect(await store.finishDispatch(task.id)).toMatchObject({ status: 'completed', finished: true, total: 0 });
+      });
+    });
+
+    describe('dispatched at submit', () => {
+      const create = (options: Partial<Parameters<FanoutStore['createTask']>[0]>, listed: NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null = null) =>
+        store.createDispatchedTask!({ kind, input: { test: true }, maxAttempts: 3, ...options }, listed, enqueue, trace);
+
+      it('creates a running task with its items and their jobs, its dispatch done, in one transaction', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const rec = recorder();
+        const id = uuidv7();
+        const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+        const { task, inserted, settled } = await create({ id, tenant: 'inline' }, items(3), rec.enqueue, trace);
+        expect(inserted).toBe(3);
+        expect(task).toMatchObject({ id, status: 'running', total: 3, replayed: false });
+        expect(task.startedAt).toBeInstanceOf(Date);
+        expect(task.dispatchedAt).toBeInstanceOf(Date);
+        expect(settled).toMatchObject({ id, status: 'running', finished: false, dispatched: true });
+        expect(rec.enqueued).toEqual([{ taskId: id, kind, tenant: 'inline' }]);
+        const { rows } = await store.listItems(id, { limit: 10 });
+        expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([['k0', 1, 'pending'], ['k1', 2, 'pending'], ['k2', 3, 'pending']]);
+        // Its items are claimed like any other dispatched task's, and the last settle finishes it.
+        const token = randomUUID();
+        const ids = rows.map((r) => r.id);
+        expect((await store.claimItems(ids, token, LEASE)).claimed).toHaveLength(3);
+        const done = await store.settleItems(ids.map((itemId) => outcome(itemId, token)));
+        expect(done.tasks[0]).toMatchObject({ status: 'completed', finished: true, succeeded: 3 });
+      });
+
+      it('finishes at once a task with no item left to run', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const rec = recorder();
+        const empty = await create({}, [], rec.enqueue);
+        expect(empty.settled).toMatchObject({ status: 'completed', finished: true, total: 0 });
+        expect(empty.task.status).toBe('completed');
+        const invalid = await create({}, [{ key: 'bad', seq: 1, snapshot: {}, error: { code: 'validation', message: 'x' } }], rec.enqueue);
+        expect(invalid.settled).toMatchObject({ finished: true, total: 1, failed: 1 });
+        expect(invalid.task.completedAt).toBeInstanceOf(Date);
+        expect(rec.enqueued).toHaveLength(0);
+      });
+
+      it('stops a task whose items failed validation past its tolerance, as a manager would', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const rec = recorder();
+        const bad = { key: 'bad', seq: 3, snapshot: {}, error: { code: 'validation', message: 'x' } };
+        const { settled } = await create({ maxFailures: 0 }, [...items(2), bad], rec.enqueue);
+        expect(settled).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold', overFailureLimit: true, finished: false, total: 3, failed: 1 });
+        const stopped = await store.stopTask(settled!.id, 'failure_threshold', 'too many failures');
+        expect(stopped?.task).toMatchObject({ status: 'failed', cancelled: 2, failed: 1 });
+      });
+
+      it('stores nothing when its jobs cannot be enqueued', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const tenant = `inline-rollback-${randomUUID()}`;
+        await expect(
+          create({ tenant }, items(2), async () => {
+            throw new Error('queue down');
+          }),
+        ).rejects.toThrow('queue down');
+        expect((await store.listTasks({ tenant, limit: 10 })).rows).toHaveLength(0);
+      });
+
+      it('replays an idempotency key without inserting anything', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const tenant = `inline-key-${randomUUID()}`;
+        const rec = recorder();
+        const first = await create({ tenant, idempotencyKey: 'once', requestHash: 'h' }, items(2), rec.enqueue);
+        const again = await create({ tenant, idempotencyKey: 'once', requestHash: 'h' }, items(2), rec.enqueue);
+        expect(again).toMatchObject({ inserted: 0, settled: null, task: { id: first.task.id, replayed: true, total: 2 } });
+        expect(rec.enqueued).toHaveLength(1);
+        await expect(create({ tenant, idempotencyKey: 'once', requestHash: 'other' }, items(2), rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
       });
     });
 

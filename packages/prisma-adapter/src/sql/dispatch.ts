@@ -3,7 +3,7 @@
 // per tenant, whatever the number of items: see the runtime's scheduler). A
 // manager that crashes mid-dispatch loses nothing (a page is all or nothing) and duplicates
 // nothing (a retried manager skips the keys the task already has).
-import { FanoutError, type EnqueueWork, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type SubmittedTask, type TaskRecord, type TaskStatus } from '@fanout/core';
+import { FanoutError, type DispatchedTask, type EnqueueWork, type EnqueueTask, type InsertItemsResult, type NewItem, type NewTask, type SettledTask, type SubmittedTask, type TaskRecord, type TaskStatus } from '@fanout/core';
 import { executor } from '../executor.ts';
 import { uuidv7 } from '../ids.ts';
 import { json } from '../json.ts';
@@ -19,12 +19,15 @@ export class StoppedWhileInserting extends Error {}
  * or refuses when the key came with another request. The unique index decides between two
  * submits racing with one key: the loser's insert does nothing and it reads the winner's task.
  */
-export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
+export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask, started?: { trace: Record<string, string> | null }): Promise<SubmittedTask> {
   const [row] = await tx.$queryRaw<TaskRow[]>`
-    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash, priority)
-    VALUES (${uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
+    INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash, priority,
+                             status, started_at, round_started_at, trace)
+    VALUES (${task.id ?? uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
             ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz,
-            ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text, ${task.priority ?? 0}::int)
+            ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text, ${task.priority ?? 0}::int,
+            ${started ? 'running' : 'queued'}::text, CASE WHEN ${started !== undefined}::boolean THEN now() END, CASE WHEN ${started !== undefined}::boolean THEN now() END,
+            ${started?.trace ? JSON.stringify(started.trace) : null}::jsonb)
     ON CONFLICT (kind, (COALESCE(tenant, '')), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *`;
   if (row) {
@@ -40,6 +43,47 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
     throw new FanoutError('conflict', `idempotencyKey: this key was used for another request (task ${first.id}); use a new key for a new task`, { field: 'idempotencyKey' });
   }
   return { ...toTask(first), replayed: true };
+}
+
+/**
+ * A task with its dispatch done, in `tx`: inserted `running`; then, in one statement, its items
+ * inserted and its counters set with its dispatch marked done (finished at once when nothing is
+ * left to run, stopping when its failures are over the tolerance: the same functions as a
+ * manager's last page and `finishDispatch`); then its tenant's jobs. No other transaction can see
+ * the task before the commit, so nothing is locked or re-read on the way. A replayed idempotency
+ * key inserts nothing.
+ */
+export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
+  const created = await insertTask(tx, task, async () => {}, { trace });
+  if (created.replayed) return { task: created, inserted: 0, settled: null };
+  const [row] = await tx.$queryRaw<TaskRow[]>`
+    WITH inserted AS (
+      INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+      SELECT gen_random_uuid(), ${created.id}::uuid, x.seq, x.key, x.snapshot::jsonb,
+             CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+             CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+      FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
+                  ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
+           WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+      ORDER BY x.ord
+      ON CONFLICT (task_id, key) DO NOTHING
+      RETURNING status
+    ), n AS (
+      SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM inserted
+    )
+    UPDATE fanout_task t SET
+      total = n.total, failed = n.failed, dispatched_at = now(), updated_at = now(),
+      stop_reason = fanout_next_stop_reason(t.stop_reason, fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)),
+      status = fanout_next_status(t.status, t.stop_reason, true, n.failed, n.total, fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)),
+      completed_at = CASE WHEN fanout_next_status(t.status, t.stop_reason, true, n.failed, n.total,
+                                  fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
+                          THEN now() ELSE t.completed_at END
+    FROM n
+    WHERE t.id = ${created.id}::uuid
+    RETURNING t.*`;
+  if (!row) throw new Error(`task ${created.id}: not found in the transaction that inserted it`);
+  if (row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
+  return { task: { ...toTask(row), replayed: false }, inserted: row.total, settled: toSettled(row) };
 }
 
 /** `queued` -> `running`; null when the task was not queued (the caller reads it as it is). */

@@ -4,7 +4,9 @@
 //   and submitted 1 s after another tenant's 50,000-item task; that task's items/s alone and
 //   with the small tasks beside it (target: latency ratio <= 3, the large task keeps >= 0.9);
 // - many_small: 500 tasks of 20 items from 10 concurrent submitters against one task of 10,000
-//   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s).
+//   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s);
+// - io_bound: one task of items that each wait 20 ms (an I/O-bound child), against the ideal of
+//   two processes with 50 handlers each, 5,000 items/s (target: >= 0.8 of it).
 // Prints one JSON line per scenario.
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
@@ -14,6 +16,7 @@ import { benchServer } from './server.ts';
 const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
 const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
 const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
+const IO_ITEMS = Number(process.env.BENCH_IO_ITEMS ?? 20_000);
 const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
 const SUBMITTERS = 10;
 
@@ -48,7 +51,7 @@ try {
       await new Promise((r) => setTimeout(r, 5));
     }
   }
-  const submit = (count: number, tenant: string) => api.fanout.submit('test_batch', { count }, { tenant }).then((t) => t.id);
+  const submit = (count: number, tenant: string, item: { sleepMs?: number } = {}) => api.fanout.submit('test_batch', { count, item }, { tenant }).then((t) => t.id);
   async function smallLatencies(): Promise<number[]> {
     const out: number[] = [];
     for (let i = 0; i < SMALL_ROUNDS; i++) {
@@ -123,6 +126,21 @@ try {
         firstItemToEnd: Math.round(phases!.run),
       },
     });
+
+    if (IO_ITEMS > 0) {
+      const ioId = await submit(IO_ITEMS, 'io', { sleepMs: 20 });
+      const io = (await finished([ioId])).get(ioId)!;
+      const ideal = (2 * 50) / 0.02;
+      print({
+        scenario: 'io_bound',
+        items: IO_ITEMS,
+        itemMs: 20,
+        handlers: 2 * 50,
+        idealPerSec: ideal,
+        perSec: Math.round(IO_ITEMS / (io.latencyMs / 1000)),
+        ratioToIdeal: round(IO_ITEMS / (io.latencyMs / 1000) / ideal),
+      });
+    }
   } finally {
     await db.end();
     await api.close();

@@ -122,6 +122,7 @@ export class ChildRunner {
     let token = '';
     const claiming = ctx.telemetry.claimStarted(room);
     let claim: ClaimTiming | null = null;
+    let successor: TicketJob | null = null;
     try {
       token = randomUUID();
       const result = await ctx.store.claimNext({
@@ -139,17 +140,20 @@ export class ChildRunner {
       // The chain goes on while there is something to take: items claimed, or a task whose items
       // a concurrent job locked first (the next job moves on to the next task), or a quota that
       // will free up. It ends when the tenant has nothing to run now.
-      const successor =
+      successor =
         claimed.length > 0 || result.taskId !== null
           ? successorTicket(ticket, result.taskId)
           : result.atQuota
             ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
             : null;
-      if (successor) await this.#enqueueTickets(definition.name, [successor]);
     } finally {
       for (let i = claimed.length; i < room; i++) this.#limit.release();
     }
+    // The items start before the successor goes in: their handlers do not wait on its round trip,
+    // and a successor that cannot be stored strands nothing (the maintenance loop tops up the
+    // window of a running task that has items left).
     for (const item of claimed) this.#runOne(definition, item, token, ctx.telemetry.item(item, { ...(item.trace ? { trace: item.trace } : {}), ...(typeof item.dueAt === 'number' ? { due: item.dueAt } : {}) }, claim!));
+    if (successor) await this.#enqueueTickets(definition.name, [successor]);
     if (claimed.length === 0) return;
     // Take the next job only once there is room for a few items (a quarter of the handlers, at
     // most a batch): a job per freed slot would cost a fetch, a claim and a successor per item.

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
+import { createTestDatabase, waitFor, type TestDatabase } from '@fanout/testdb';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,4 +48,80 @@ describe('refreshing the item statistics', () => {
       expect(rows[0]!.analyzed).toBe(true);
     });
   }
+});
+
+// Under a steady load autovacuum visits a database at most once a minute, and the item table's dead
+// versions pile up in between: the maintenance loop vacuums Fanout's tables once they have many.
+// Each test has a database of its own: a table is vacuumed at most once in 10 s.
+describe('vacuuming the tables with many dead rows', () => {
+  async function fresh() {
+    const db = await createTestDatabase({ migrations: [migrationsDir] });
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: false }) });
+    // Autovacuum stays out of the way, so what the test sees is the store's doing.
+    await pool.query('ALTER TABLE fanout_item SET (autovacuum_enabled = false)');
+    const stats = async () =>
+      (
+        await pool.query<{ dead: number; vacuums: number }>(
+          `SELECT n_dead_tup::int AS dead, (vacuum_count + autovacuum_count)::int AS vacuums FROM pg_stat_user_tables WHERE relname = 'fanout_item'`,
+        )
+      ).rows[0]!;
+    return {
+      pool,
+      prisma,
+      stats,
+      /** n item rows inserted and deleted (what retention does to a finished task's items), counted as dead. */
+      async deadItems(n: number) {
+        const store = prismaFanoutStore(prisma, { pool });
+        const task = await store.createTask({ kind: 'vacuum_test', input: {}, maxAttempts: 1 }, async () => {});
+        await store.startDispatch(task.id);
+        for (let from = 0; from < n; from += 1000) {
+          await store.insertItems(task.id, Array.from({ length: 1000 }, (_, i) => ({ key: `k${from + i}`, seq: from + i + 1, snapshot: { i } })), async () => {});
+        }
+        await pool.query('DELETE FROM fanout_item WHERE task_id = $1', [task.id]);
+        await waitFor(async () => (await stats()).dead >= n, { message: 'the deleted rows counted as dead' });
+      },
+      async [Symbol.asyncDispose]() {
+        await prisma.$disconnect();
+        await pool.end();
+        await db.drop();
+      },
+    };
+  }
+
+  for (const through of ['prisma', 'pool'] as const) {
+    it(`vacuums the item table once its dead rows pass the threshold, and not again at once (through ${through})`, async () => {
+      await using t = await fresh();
+      const store = through === 'pool' ? prismaFanoutStore(t.prisma, { pool: t.pool }) : prismaFanoutStore(t.prisma);
+      await t.deadItems(5000);
+      // Below the threshold (10,000 dead rows): left to autovacuum.
+      expect(await store.vacuumTables!()).toEqual([]);
+      await t.deadItems(10_000);
+      const before = await t.stats();
+      expect(await store.vacuumTables!()).toEqual(['fanout_item']);
+      await waitFor(async () => (await t.stats()).vacuums > before.vacuums, { message: 'the vacuum counted' });
+      expect((await t.stats()).dead).toBeLessThan(1000);
+      // Vacuumed a moment ago: not again, even with many dead rows.
+      await t.deadItems(12_000);
+      expect(await store.vacuumTables!()).toEqual([]);
+    });
+  }
+
+  it('does not wait for a table another vacuum holds', async () => {
+    await using t = await fresh();
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    await t.deadItems(12_000);
+    const holder = await t.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE fanout_item IN SHARE UPDATE EXCLUSIVE MODE');
+      const before = await t.stats();
+      // Returns while the lock is still held (a VACUUM that waited would hang here until the commit).
+      expect(await store.vacuumTables!()).toEqual(['fanout_item']);
+      expect(await t.stats()).toEqual(before);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+  });
 });

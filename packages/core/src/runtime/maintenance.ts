@@ -22,6 +22,12 @@ export interface MaintenanceSettings {
    * (a tenth of it, at most an hour) after the end. null keeps everything. @default null
    */
   retentionMs: number | null;
+  /**
+   * Each pass vacuums Fanout's tables whose dead rows passed a threshold (see the store's
+   * `vacuumTables`), so the space of updated and deleted rows is reused between autovacuum's
+   * visits. false leaves it all to autovacuum. @default true
+   */
+  vacuum: boolean;
 }
 
 /** Rows deleted by retention per batch, and batches per pass: a pass stays short. */
@@ -46,7 +52,8 @@ export function retentionMargin(retentionMs: number): number {
  * - requeue orphaned items: a quiet running task with pending items gets its tenant's jobs topped up;
  * - announce missed endings: a task that ended without its ending being delivered gets it again;
  * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run;
- * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted.
+ * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted;
+ * - vacuum (unless turned off): tables with many dead rows are vacuumed.
  */
 export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
   // Each step is timed into the process's stats (its presence report), so an operator sees which
@@ -66,10 +73,18 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   await timed('fanIn', () => runFanIns(ctx, null, kinds, settings.fanInLeaseMs));
   const { retentionMs } = settings;
   if (retentionMs !== null && ctx.store.purgeFinished) await timed('retention', () => purgeFinished(ctx, retentionMs, kinds));
+  // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
+  if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
 
   // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
   // (in whichever process) clears them.
   if (Math.random() < 0.02) await ctx.store.pruneOperations(24 * 3600_000);
+}
+
+/** Tables with many dead rows are vacuumed (once a table is done, the other processes find nothing to do). */
+async function vacuumTables(ctx: RuntimeContext): Promise<void> {
+  const vacuumed = await ctx.store.vacuumTables!();
+  if (vacuumed.length > 0) ctx.logger.debug('vacuumed', { tables: vacuumed });
 }
 
 /** Items whose holder died (lease lapsed) go back to pending with a fresh job, or fail on their last attempt. */

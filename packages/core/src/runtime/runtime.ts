@@ -127,6 +127,7 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   fanInLeaseMs: 60_000,
   announceGraceMs: 30_000,
   retentionMs: null,
+  vacuum: true,
 };
 
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {

@@ -566,6 +566,14 @@ export interface FanoutStore {
    * statistics from when it was nearly empty make the claim scan). Optional; may throw.
    */
   refreshStatistics?(): Promise<void>;
+  /**
+   * Vacuums those of Fanout's tables whose dead rows (updated and deleted versions) passed a
+   * threshold since their last vacuum, and returns their names: under a steady load autovacuum
+   * visits a database at most once a minute (`autovacuum_naptime`), and the item table's dead
+   * versions pile up between visits. A plain VACUUM (reads and writes go on), skipped for a table
+   * another vacuum holds (it is then in the list all the same). Optional.
+   */
+  vacuumTables?(): Promise<string[]>;
   /** Running tasks past their deadline. */
   overdueTasks(limit: number): Promise<string[]>;
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */

@@ -73,8 +73,10 @@ export interface ManagerQueueOptions {
    * Tasks of at most this many items are dispatched by `submit()` itself: it lists the items and
    * stores the task with them and their jobs in one transaction, so the first children start
    * within milliseconds instead of after a manager job's turn. The listing then runs in the
-   * submitting process (an API process): give this only to definitions whose `listItems` is
-   * cheap. A listing with more items, or one that throws, is left to the manager job as usual.
+   * submitting process (an API process), before the task is stored (`ctx.task.id` is the id it
+   * will have): give this only to definitions whose `listItems` is cheap and reads nothing of the
+   * task's own rows. A listing with more items, or one that throws, is stopped and left to the
+   * manager job, which lists the task again from the start.
    * At most `pageSize`; 0 turns it off. @default 0
    */
   dispatchAtSubmit?: number;

@@ -447,19 +447,19 @@ export class Fanout implements AsyncDisposable {
     // A small task's items are listed here and stored with it: no manager job to wait for.
     const items = def.resolved.manager.dispatchAtSubmit > 0 && this.store.createDispatchedTask ? await listAtSubmit(def, parsed, { id, tenant }, this.logger) : null;
     const newTask: NewTask = {
-        id,
-        kind: def.name,
-        tenant: options.tenant ?? null,
-        input: parsed,
-        maxAttempts: def.resolved.child.retryLimit + 1,
-        maxFailures: limits.maxFailures,
-        maxFailureRatio: limits.maxFailureRatio,
-        deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
-        summary: summaryOf(def, parsed, this.logger),
-        idempotencyKey: key,
-        priority,
-        // What the key stands for: the same key with other input or options is another request.
-        requestHash: key === null ? null : createHash('sha256').update(JSON.stringify(priority === 0 ? [parsed, limits] : [parsed, limits, priority])).digest('hex'),
+      id,
+      kind: def.name,
+      tenant,
+      input: parsed,
+      maxAttempts: def.resolved.child.retryLimit + 1,
+      maxFailures: limits.maxFailures,
+      maxFailureRatio: limits.maxFailureRatio,
+      deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
+      summary: summaryOf(def, parsed, this.logger),
+      idempotencyKey: key,
+      priority,
+      // What the key stands for: the same key with other input or options is another request.
+      requestHash: key === null ? null : createHash('sha256').update(JSON.stringify(priority === 0 ? [parsed, limits] : [parsed, limits, priority])).digest('hex'),
     };
     if (items) return this.#submitDispatched(def, newTask, items);
     const task = await this.telemetry.submit(def.name, tenant, () => this.store.createTask(

@@ -27,7 +27,9 @@ try {
   const url = await server.database('bench_retention', [migrationsDir]);
   const env = { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', FANOUT_RETENTION_MS: RETENTION_MS, FANOUT_MAINTENANCE_MS: 2000 };
   const workers = await Promise.all([1, 2].map(() => startWorker(url, env)));
-  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 4 });
+  // The same retention as the workers: each process sets pg-boss's deletion of the child queue's
+  // completed jobs from it when it starts (the last one to start wins).
+  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition()], poolSize: 4, maintenance: { retentionMs: RETENTION_MS } });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
   const db = new pg.Client({ connectionString: url });
   await db.connect();

@@ -328,6 +328,9 @@ export class PrismaFanoutStore implements FanoutStore {
   }
 
   async recoverLapsedItems(limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {
+    // Nearly every pass finds nothing: one statement says so, instead of a transaction's three
+    // round trips (which is what the step's time was, on a busy database).
+    if (!(await maintenance.anyLapsedItem(this.#db))) return { requeued: 0, failed: { settled: [], tasks: [] } };
     return retryOnConflict(() => this.#transaction((tx) => maintenance.recoverLapsedItems(tx, limit, enqueue)));
   }
 

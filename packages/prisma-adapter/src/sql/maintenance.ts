@@ -61,6 +61,13 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
   return { requeued: requeue.length, failed };
 }
 
+/** Whether any claim has lapsed (read through the same index as `recoverLapsedItems`, without locking). */
+export async function anyLapsedItem(db: PrismaQueryable): Promise<boolean> {
+  const [row] = await db.$queryRaw<{ any: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM fanout_item WHERE status = 'running' AND lease_until < clock_timestamp()) AS any`;
+  return row?.any ?? false;
+}
+
 /** See `FanoutStore.pendingWork`: read through the index of pending items. */
 export async function pendingWork(db: PrismaQueryable, taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }> {
   const [row] = await db.$queryRaw<{ now: boolean; next: Date | null }[]>`

@@ -41,7 +41,7 @@ describe('retention', () => {
       await app.fanout.runMaintenance();
       // Every step of the pass was timed into the process's stats (its presence report).
       const steps = app.fanout.stats.snapshot().maintenance as Record<string, { passes: number; maxMs: number }>;
-      expect(Object.keys(steps).sort()).toEqual(['announce', 'fanIn', 'overdue', 'reconcile', 'recover', 'retention']);
+      expect(Object.keys(steps).sort()).toEqual(['announce', 'fanIn', 'overdue', 'reconcile', 'recover', 'retention', 'vacuum']);
       expect(steps.retention!.passes).toBeGreaterThanOrEqual(1);
       expect(steps.retention!.maxMs).toBeGreaterThan(0);
       expect(await itemsOf(old.id)).toBe(0);
@@ -76,6 +76,32 @@ describe('retention', () => {
       expect(await deletion(kept)).toBe(3600);
     } finally {
       await kept.close();
+    }
+  });
+
+  it("has pg-boss delete the child queue's done jobs within the retention, not once a day", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    // The first process has no retention (pg-boss maintains hourly), and sets the scene.
+    const first = createAppRuntime({ databaseUrl: db.url, definitions: [testDefinition()] });
+    await first.fanout.start({ managers: false, children: false, maintenance: false });
+    // A child job done two minutes ago (pg-boss stamps a job with its queue's deletion time when
+    // it goes in: a minute, the retention), and the queue's last pg-boss maintenance 70 s ago: due
+    // with a pass every minute (the retention), not with pg-boss's default of once a day.
+    const [{ id }] = (await first.prisma.$queryRaw<{ id: string }[]>`
+      INSERT INTO pgboss.job (name, data, state, completed_on, deletion_seconds)
+      VALUES ('test_batch_items', '{"tenant":null,"slot":0}'::jsonb, 'completed', now() - interval '2 minutes', 60)
+      RETURNING id::text`) as [{ id: string }];
+    await first.prisma.$executeRaw`UPDATE pgboss.queue SET maintain_on = now() - interval '70 seconds' WHERE name = 'test_batch_items'`;
+    const jobs = async (app: typeof first) => (await app.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pgboss.job WHERE id = ${id}::uuid`)[0]!.n;
+    expect(await jobs(first)).toBe(1);
+    await first.close();
+    const second = createAppRuntime({ databaseUrl: db.url, definitions: [testDefinition()], maintenance: { retentionMs: 60_000 } });
+    try {
+      await second.fanout.start({ managers: false, children: false, maintenance: false });
+      // pg-boss supervises every 15 s.
+      await waitFor(async () => (await jobs(second)) === 0, { timeoutMs: 45_000, message: "the done job deleted by pg-boss's maintenance" });
+    } finally {
+      await second.close();
     }
   });
 

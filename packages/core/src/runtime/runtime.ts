@@ -130,6 +130,11 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   vacuum: true,
 };
 
+/** How long the child queue's done jobs are kept: an hour, or the retention when it is shorter. */
+function childJobsKeptSeconds(maintenance: MaintenanceSettings): number {
+  return Math.min(3600, Math.ceil((maintenance.retentionMs ?? 3600_000) / 1000));
+}
+
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
   const ints: Array<[string, number, number]> = [
     ['worker.concurrency', worker.concurrency, 1],
@@ -229,6 +234,9 @@ export class Fanout implements AsyncDisposable {
         useListenNotify: true,
         superviseIntervalSeconds: 15,
         monitorIntervalSeconds: 15,
+        // pg-boss deletes a queue's done jobs in its maintenance pass, by default once a day: the
+        // child queue's would then stay a day whatever their deleteAfterSeconds.
+        maintenanceIntervalSeconds: childJobsKeptSeconds(this.#maintenance),
         ...(options.boss as ConstructorOptions),
         openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
       });
@@ -386,7 +394,7 @@ export class Fanout implements AsyncDisposable {
       heartbeatSeconds: child.heartbeatSeconds,
       // A done job is of no use to anyone: it claimed items, the items carry the work. Kept an
       // hour, or as long as the items when a shorter retention is set.
-      deleteAfterSeconds: Math.min(3600, Math.ceil((this.#maintenance.retentionMs ?? 3600_000) / 1000)),
+      deleteAfterSeconds: childJobsKeptSeconds(this.#maintenance),
       notify: true,
     };
     const managerQueue = {

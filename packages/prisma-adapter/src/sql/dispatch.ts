@@ -46,41 +46,28 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
 }
 
 /**
- * A task with its dispatch done, in `tx`: inserted `running`; then, in one statement, its items
- * inserted and its counters set with its dispatch marked done (finished at once when nothing is
- * left to run, stopping when its failures are over the tolerance: the same functions as a
- * manager's last page and `finishDispatch`); then its tenant's jobs. No other transaction can see
- * the task before the commit, so nothing is locked or re-read on the way. A replayed idempotency
- * key inserts nothing.
+ * A task with its dispatch done, in `tx`: inserted `running`, its items inserted, its counters set
+ * with its dispatch marked done (finished at once when nothing is left to run, stopping when its
+ * failures are over the tolerance: the same functions as a manager's last page and
+ * `finishDispatch`), then its tenant's jobs. No other transaction can see the task before the
+ * commit, so nothing is locked or re-read on the way. A replayed idempotency key inserts nothing.
  */
 export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
   const created = await insertTask(tx, task, async () => {}, { trace });
   if (created.replayed) return { task: created, inserted: 0, settled: null };
+  const inserted = await insertItemRows(tx, created.id, items);
+  const total = inserted.length;
+  const failed = inserted.filter((r) => r.status === 'failed').length;
   const [row] = await tx.$queryRaw<TaskRow[]>`
-    WITH inserted AS (
-      INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
-      SELECT gen_random_uuid(), ${created.id}::uuid, x.seq, x.key, x.snapshot::jsonb,
-             CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
-             CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
-      FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
-                  ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
-           WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
-      ORDER BY x.ord
-      ON CONFLICT (task_id, key) DO NOTHING
-      RETURNING status
-    ), n AS (
-      SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM inserted
-    )
-    UPDATE fanout_task t SET
-      total = n.total, failed = n.failed, dispatched_at = now(), updated_at = now(),
-      stop_reason = fanout_next_stop_reason(t.stop_reason, fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)),
-      status = fanout_next_status(t.status, t.stop_reason, true, n.failed, n.total, fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)),
-      completed_at = CASE WHEN fanout_next_status(t.status, t.stop_reason, true, n.failed, n.total,
-                                  fanout_over_limit(n.failed, n.total, true, t.max_failures, t.max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
-                          THEN now() ELSE t.completed_at END
-    FROM n
-    WHERE t.id = ${created.id}::uuid
-    RETURNING t.*`;
+    UPDATE fanout_task SET
+      total = ${total}::int, failed = ${failed}::int, dispatched_at = now(), updated_at = now(),
+      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)),
+      status = fanout_next_status(status, stop_reason, true, ${failed}::int, ${total}::int, fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)),
+      completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, ${failed}::int, ${total}::int,
+                                  fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
+                          THEN now() ELSE completed_at END
+    WHERE id = ${created.id}::uuid
+    RETURNING *`;
   if (!row) throw new Error(`task ${created.id}: not found in the transaction that inserted it`);
   if (row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
   return { task: { ...toTask(row), replayed: false }, inserted: row.total, settled: toSettled(row) };
@@ -108,19 +95,7 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
 
-  // A key the task already has (a manager retried after a crash), or repeated in the
-  // page, is skipped.
-  const inserted = await tx.$queryRaw<{ id: string; status: string }[]>`
-    INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
-    SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
-           CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
-           CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
-    FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
-                ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
-         WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
-    ORDER BY x.ord
-    ON CONFLICT (task_id, key) DO NOTHING
-    RETURNING id, status`;
+  const inserted = await insertItemRows(tx, taskId, items);
   const failed = inserted.filter((row) => row.status === 'failed').length;
   if (inserted.length > failed) {
     // pg-boss's foreign keys are deferred to the commit, where this transaction holds the
@@ -141,6 +116,25 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
     RETURNING status`;
   if (!counted) throw new StoppedWhileInserting();
   return { inserted: inserted.length, status: counted.status as TaskStatus };
+}
+
+/**
+ * Inserts a page of a task's items (pending, or failed when they failed validation) in listing
+ * order. A key the task already has (a manager retried after a crash), or repeated in the page,
+ * is skipped.
+ */
+async function insertItemRows(tx: PrismaQueryable, taskId: string, items: readonly NewItem[]): Promise<{ status: string }[]> {
+  return tx.$queryRaw<{ status: string }[]>`
+    INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+    SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
+           CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+           CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+    FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
+                ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
+         WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+    ORDER BY x.ord
+    ON CONFLICT (task_id, key) DO NOTHING
+    RETURNING status`;
 }
 
 /**

@@ -12,7 +12,8 @@
 // BENCH_TIMES (10), BENCH_SKIP_PILOT (only the large study), BENCH_PLAIN_BIG (the plain loop on
 // it too), BENCH_PHASES (the plain loop's phases and the fan-in's slowest statements),
 // BENCH_EXPLAIN (the subject load's plan), BENCH_SLOW_MS (the workers' slow statements),
-// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_HEAP_PROFILE=<file> (what the
+// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_CPU_PROF=<dir> (V8 CPU profiles:
+// the workers', written when they stop, and the measured plain loop's), BENCH_HEAP_PROFILE=<file> (what the
 // workers promote to V8's old generation, by allocation site), IIT_SUBJECTS_IN_MEMORY.
 import { randomUUID, createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -139,7 +140,14 @@ async function startFleet() {
   const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir } as Record<string, string>);
   const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
   await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
-  const nodeOptions = [process.env.NODE_OPTIONS ?? '', WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '', `--import=${PROBE}`].filter(Boolean).join(' ');
+  const nodeOptions = [
+    process.env.NODE_OPTIONS ?? '',
+    WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '',
+    `--import=${PROBE}`,
+    process.env.BENCH_CPU_PROF ? `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   const workers: PodProcess[] = await Promise.all(
     [1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions })),
   );
@@ -279,6 +287,24 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   return { seconds, findings, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
 }
 
+/** With BENCH_CPU_PROF=<dir>: a V8 CPU profile of `work` in this process, written to <dir>/<name>.cpuprofile. */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return work();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);
 
 const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
@@ -303,7 +329,7 @@ try {
   const skipPilot = Boolean(process.env.BENCH_SKIP_PILOT);
   // Warm-up: caches and JIT on both sides, not measured.
   if (!skipPilot) await plainLoop(pilot.id, pilotRules, records);
-  const plain = skipPilot ? null : await plainLoop(pilot.id, pilotRules, records);
+  const plain = skipPilot ? null : await profiled('plain-loop', () => plainLoop(pilot.id, pilotRules, records));
   const plainBig = process.env.BENCH_PLAIN_BIG ? await plainLoop(big.id, bigRules, bigRecords) : null;
   const fleet = await startFleet();
   try {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { runStudyRule } from './study-rules.ts';
-import { forgetRun, insertFindings, runContext } from './run-store.ts';
+import { studyChecksAtFanIn } from './study-checks.ts';
+import { forgetRun, runContext } from './run-store.ts';
 
 export interface RunSummary {
   skipped: Record<string, string>;
@@ -16,28 +16,20 @@ export interface RunSummary {
 
 /**
  * The fan-in of a QC run, in one transaction (a retried fan-in does it all again): study-level
- * rules (uniqueness, consistency, outliers, orphan records), exclusions, the comparison with the
- * study's previous run (new, still open, resolved), the discrepancies that live across runs, and
- * each rule's result.
+ * rules (uniqueness, consistency, outliers, orphan records: in an SDTM run, their findings stored
+ * while the children ran, see study-checks.ts), exclusions, the comparison with the study's
+ * previous run (new, still open, resolved), the discrepancies that live across runs, and each
+ * rule's result.
  */
 export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSummary> {
   const ctx = await runContext(pool, taskId);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    // First, before this transaction locks the run's row: the early checks write to it while
+    // they hold their lock.
+    const studyErrors = await studyChecksAtFanIn(client, ctx);
     await client.query("UPDATE qc_run SET stage = 'finishing' WHERE task_id = $1", [taskId]);
-    await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [taskId]);
-    const studyErrors = new Map<string, string>();
-    for (const rule of ctx.rules.filter((r) => r.level === 'study' && !ctx.skipped.has(r.id))) {
-      await client.query('SAVEPOINT rule');
-      try {
-        for await (const findings of runStudyRule(client, taskId, rule, ctx.datasets)) await insertFindings(client, taskId, findings);
-        await client.query('RELEASE SAVEPOINT rule');
-      } catch (error) {
-        await client.query('ROLLBACK TO SAVEPOINT rule');
-        studyErrors.set(rule.id, (error as Error).message);
-      }
-    }
     // Exclusions stay: a finding whose discrepancy was excluded is excluded in every later run.
     await client.query(
       `UPDATE qc_finding f SET excluded = (d.excluded_reason IS NOT NULL)

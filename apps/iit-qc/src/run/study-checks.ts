@@ -52,14 +52,12 @@ export async function studyChecksAtFanIn(db: pg.PoolClient, ctx: RunContext): Pr
  * Starts an SDTM run's study-level checks, to run while its children do: resolves once they hold
  * the run's lock (the manager waits for that much before it lists a subject, so no fan-in can
  * begin before them), with `done`, the checks' end, when they store their findings and outcome in one
- * transaction, which the fan-in then keeps. Resolves to null, and does nothing, for a REDCap run
- * or a run without study-level rules, or when the lock is taken (a manager's earlier attempt is
+ * transaction, which the fan-in then keeps. Resolves to null, and does nothing, for a REDCap run,
+ * or when the lock is taken (a manager's earlier attempt is
  * running them) or the checks are stored or the fan-in is done. If they fail or their process
  * dies, nothing of them stays and the fan-in runs them.
  */
 export async function startStudyChecks(pool: pg.Pool, taskId: string): Promise<{ done: Promise<void> } | null> {
-  const ctx = await runContext(pool, taskId);
-  if (ctx.standard !== 'sdtm' || !ctx.rules.some((r) => r.level === 'study' && !ctx.skipped.has(r.id))) return null;
   const client = await pool.connect();
   const end = async (statement: 'COMMIT' | 'ROLLBACK') => {
     try {
@@ -70,13 +68,15 @@ export async function startStudyChecks(pool: pg.Pool, taskId: string): Promise<{
   };
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ locked: boolean; stage: string | null; checked: boolean | null }>(
-      `SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS locked, (SELECT stage FROM qc_run WHERE task_id = $1) AS stage, (SELECT study_checks IS NOT NULL FROM qc_run WHERE task_id = $1) AS checked`,
+    // The run's rules are not needed to take the lock: the manager lists its subjects sooner.
+    const { rows } = await client.query<{ locked: boolean; stage: string; checked: boolean; standard: string }>(
+      `SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS locked, r.stage, r.study_checks IS NOT NULL AS checked, s.standard
+       FROM qc_run r JOIN qc_study s ON s.id = r.study_id WHERE r.task_id = $1::uuid`,
       [taskId],
     );
-    const run = rows[0]!;
+    const run = rows[0];
     // The fan-in sets 'finishing' and 'done' in its own transaction: seen here once it committed.
-    if (!run.locked || run.checked !== false || run.stage === 'finishing' || run.stage === 'done') {
+    if (!run?.locked || run.checked || run.stage === 'finishing' || run.stage === 'done' || run.standard !== 'sdtm') {
       await end('ROLLBACK');
       return null;
     }
@@ -87,7 +87,10 @@ export async function startStudyChecks(pool: pg.Pool, taskId: string): Promise<{
   // In an object: a promise returned from an async function would be waited for.
   const done = (async () => {
     try {
-      const errors = await checkStudy(client, ctx);
+      // One backend, no parallel workers: beside the children, the checks take one share of the
+      // machine, not three (the fan-in, alone, lets the planner parallelise them).
+      await client.query('SET LOCAL max_parallel_workers_per_gather = 0');
+      const errors = await checkStudy(client, await runContext(pool, taskId));
       await client.query('UPDATE qc_run SET study_checks = $2 WHERE task_id = $1', [taskId, JSON.stringify({ errors: Object.fromEntries(errors) })]);
     } catch (error) {
       await end('ROLLBACK').catch(() => {});

@@ -31,11 +31,11 @@ export interface QcOptions {
 
 /**
  * A QC run: one task, one child per subject. The manager freezes the rule-set version and the
- * datasets' versions and hashes, lists the subjects and (SDTM) starts the study-level checks
- * beside the children; each child evaluates the record- and
- * subject-level rules on its subject's records and stores its findings (replacing those of an
- * earlier attempt); the fan-in runs the study-level rules, compares with the previous run and
- * settles the discrepancies.
+ * datasets' versions and hashes, starts the study-level checks beside the children (SDTM) and
+ * lists the subjects; each child evaluates the record- and subject-level rules on its subject's
+ * records and stores its findings (replacing those of an earlier attempt); the fan-in keeps what
+ * the study-level checks found (or runs them: REDCap, or they did not finish), compares with the
+ * previous run and settles the discrepancies.
  */
 export function qcRun(options: QcOptions) {
   const { pool } = options;

@@ -51,11 +51,11 @@ export async function studyChecksAtFanIn(db: pg.PoolClient, ctx: RunContext): Pr
 /**
  * Starts an SDTM run's study-level checks, to run while its children do: resolves once they hold
  * the run's lock (the manager waits for that much before it lists a subject, so no fan-in can
- * begin before them), with `done`, the checks' end, when they store their findings and outcome in one
- * transaction, which the fan-in then keeps. Resolves to null, and does nothing, for a REDCap run,
- * or when the lock is taken (a manager's earlier attempt is
- * running them) or the checks are stored or the fan-in is done. If they fail or their process
- * dies, nothing of them stays and the fan-in runs them.
+ * begin before them), with `done`, the checks' end, when they store their findings and outcome in
+ * one transaction, which the fan-in then keeps. Resolves to null, and does nothing, for a REDCap
+ * run, or when the lock is taken (a manager's earlier attempt is running them), the checks are
+ * stored or the fan-in is done. If they fail or their process dies, nothing of them stays and the
+ * fan-in runs them.
  */
 export async function startStudyChecks(pool: pg.Pool, taskId: string): Promise<{ done: Promise<void> } | null> {
   const client = await pool.connect();

@@ -9,11 +9,14 @@
 //
 // The workers run as the app's worker script runs them, with V8's old generation capped at 256 MB
 // (BENCH_WORKER_HEAP_MB; 0 for V8's default, sized from the machine's memory). Other variables:
-// BENCH_TIMES (10), BENCH_SKIP_PILOT (only the large study), BENCH_PLAIN_BIG (the plain loop on
-// it too), BENCH_PHASES (the plain loop's phases and the fan-in's slowest statements),
+// BENCH_TIMES (10), BENCH_SKIP_PILOT (only the large study), BENCH_SKIP_BIG (only the pilot),
+// BENCH_PILOT_PAIRS (1: more pairs of pilot runs, plain loop then fan-out, and their median ratio),
+// BENCH_PLAIN_BIG (the plain loop on it too), BENCH_PHASES (the plain loop's phases and the fan-in's slowest statements),
 // BENCH_EXPLAIN (the subject load's plan), BENCH_SLOW_MS (the workers' slow statements),
-// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_HEAP_PROFILE=<file> (what the
-// workers promote to V8's old generation, by allocation site), IIT_SUBJECTS_IN_MEMORY.
+// BENCH_MEMORY_LOG=<dir> (the workers' memory samples), BENCH_CPU_PROF=<dir> (V8 CPU profiles:
+// the workers', written when they stop, and the measured plain loop's), BENCH_HEAP_PROFILE=<file> (what the
+// workers promote to V8's old generation, by allocation site), IIT_SUBJECTS_IN_MEMORY. The CPU
+// seconds of each run are the workers' (or the plain loop's process) and the PostgreSQL server's.
 import { randomUUID, createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -107,6 +110,41 @@ const cpuSeconds = (pid: number) => {
 };
 
 /**
+ * CPU time the PostgreSQL server has used so far (seconds): its postmaster and every process it
+ * started, running (backends, parallel workers) or ended (reaped into the postmaster's children's
+ * times). Null when the server is not a process of this machine (DATABASE_URL elsewhere).
+ */
+async function postgresCpu(): Promise<() => number | null> {
+  const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const statOf = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  let postmaster: number;
+  try {
+    postmaster = Number(statOf(backend)[1]);
+  } catch {
+    return () => null;
+  }
+  return () => {
+    const own = statOf(postmaster);
+    let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === postmaster) continue;
+      try {
+        const stat = statOf(entry);
+        if (Number(stat[1]) === postmaster) ticks += Number(stat[11]) + Number(stat[12]);
+      } catch {
+        // ended meanwhile: its time is in the postmaster's children's times
+      }
+    }
+    return ticks / 100;
+  };
+}
+const pgCpu = await postgresCpu();
+const pgSecondsSince = (before: number | null) => {
+  const now = pgCpu();
+  return now === null || before === null ? null : Number((now - before).toFixed(1));
+};
+
+/**
  * A worker's memory by phase of the run, from its probe's lines: the largest RSS and V8 heap seen
  * while the children ran (the manager's listing included) and during the fan-in, the largest heap
  * right after a full garbage collection (`live`: what the process kept), and what it held before.
@@ -139,7 +177,14 @@ async function startFleet() {
   const env = loadEnv(app.env!, { ...process.env, DATABASE_URL: url, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir } as Record<string, string>);
   const rt = await openApp(app, { env, role: 'api', databaseUrl: url });
   await rt.fanout.start({ managers: false, children: false, maintenance: false, presence: false });
-  const nodeOptions = [process.env.NODE_OPTIONS ?? '', WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '', `--import=${PROBE}`].filter(Boolean).join(' ');
+  const nodeOptions = [
+    process.env.NODE_OPTIONS ?? '',
+    WORKER_HEAP_MB > 0 ? `--max-old-space-size=${WORKER_HEAP_MB}` : '',
+    `--import=${PROBE}`,
+    process.env.BENCH_CPU_PROF ? `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   const workers: PodProcess[] = await Promise.all(
     [1, 2].map(() => startProcess(ENTRY, 'READY', url, { FANOUT_ROLE: 'worker', FANOUT_APP_MODULE: app.module, FANOUT_TOKENS: TOKENS, FANOUT_DATA_DIR: dir, FANOUT_LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions })),
   );
@@ -170,6 +215,7 @@ async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonl
   // The peak RSS (VmHWM) from here on: writing 5 to clear_refs resets it.
   for (const w of workers) writeFileSync(`/proc/${w.pid}/clear_refs`, '5');
   const cpuBefore = workers.map((w) => cpuSeconds(w.pid));
+  const pgBefore = pgCpu();
   const loadBefore = load1();
   const started = performance.now();
   const startedAt = Date.now();
@@ -186,6 +232,7 @@ async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonl
   const seconds = (performance.now() - started) / 1000;
   const endedAt = Date.now();
   const workerCpuSeconds = workers.map((w, i) => Number((cpuSeconds(w.pid) - cpuBefore[i]!).toFixed(1)));
+  const postgresCpuSeconds = pgSecondsSince(pgBefore);
   const workerPeakMb = workers.map((w) => Math.round(peakMb(w.pid)));
   // When the last child settled (the task completed) and the fan-in ended.
   const times = (await pool.query('SELECT extract(epoch FROM (t.completed_at - t.created_at))::float8 AS children, extract(epoch FROM t.completed_at)::float8 * 1000 AS completed_ms FROM fanout_task t JOIN qc_run r ON r.task_id = t.id WHERE t.id = $1', [task.id])).rows[0];
@@ -209,7 +256,7 @@ async function fanoutRun(submit: () => Promise<{ id: string }>, workers: readonl
     workers.forEach((w, i) => writeFileSync(join(process.env.BENCH_MEMORY_LOG!, `worker${i + 1}-${studyId}.log`), [`RUN ${startedAt} ${times.completed_ms} ${endedAt}`, ...w.lines.filter((l) => /^(MEM|GC) /.test(l))].join('\n')));
   }
   const workerRetainedMb = await retainedMb(workers);
-  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], workerCpuSeconds, workerPeakMb, workerRetainedMb, memory };
+  return { seconds, stages, findings, top, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], workerCpuSeconds, postgresCpuSeconds, workerPeakMb, workerRetainedMb, memory };
 }
 
 /**
@@ -246,6 +293,7 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const runId = randomUUID();
   const started = performance.now();
   const cpu = process.cpuUsage();
+  const pgBefore = pgCpu();
   const loadBefore = load1();
   const run = await snapshotRun(pool, runId, TENANT, { studyId, ruleSetId });
   const ctx = await runContext(pool, runId);
@@ -276,12 +324,36 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
   const seconds = (performance.now() - started) / 1000;
   const findings = Number((await pool.query('SELECT count(*) FROM qc_finding WHERE run_id = $1', [runId])).rows[0].count);
   const used = process.cpuUsage(cpu);
-  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)) };
+  const postgresCpuSeconds = pgSecondsSince(pgBefore);
+  return { seconds, findings, recordsPerSecond: Math.round(records / seconds), loadAverage: [loadBefore, load1()], cpuSeconds: Number(((used.user + used.system) / 1e6).toFixed(1)), postgresCpuSeconds };
+}
+
+/** With BENCH_CPU_PROF=<dir>: a V8 CPU profile of `work` in this process, written to <dir>/<name>.cpuprofile. */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return work();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
 }
 
 const recordsOf = async (studyId: string) => Number((await pool.query("SELECT sum(records) AS n FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary')", [studyId])).rows[0].n);
 
 const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
+
+/** Pairs of pilot runs (plain loop, then fan-out) measured; the summary gives their median ratio too. */
+const PILOT_PAIRS = Number(process.env.BENCH_PILOT_PAIRS ?? 1);
+/** Only the pilot: no larger study. */
+const SKIP_BIG = Boolean(process.env.BENCH_SKIP_BIG);
 
 try {
   const pilot = await newStudy('CDISCPILOT01');
@@ -289,7 +361,7 @@ try {
   const pilotRules = (await storeRuleSet(pool, pilot, RULES, TENANT)).id;
   const records = await recordsOf(pilot.id);
   const times = Number(process.env.BENCH_TIMES ?? 10);
-  const big = await scaledCopy(pilot, times);
+  const big = await scaledCopy(pilot, SKIP_BIG ? 1 : times);
   const bigRules = (await storeRuleSet(pool, big, RULES, TENANT)).id;
   const bigRecords = await recordsOf(big.id);
   const bigSubjects = Number((await pool.query("SELECT count(DISTINCT subject)::int AS n FROM qc_record r JOIN qc_dataset d ON d.id = r.dataset_id WHERE d.study_id = $1 AND d.domain = 'DM'", [big.id])).rows[0].n);
@@ -303,23 +375,38 @@ try {
   const skipPilot = Boolean(process.env.BENCH_SKIP_PILOT);
   // Warm-up: caches and JIT on both sides, not measured.
   if (!skipPilot) await plainLoop(pilot.id, pilotRules, records);
-  const plain = skipPilot ? null : await plainLoop(pilot.id, pilotRules, records);
+  const plain = skipPilot ? null : await profiled('plain-loop', () => plainLoop(pilot.id, pilotRules, records));
   const plainBig = process.env.BENCH_PLAIN_BIG ? await plainLoop(big.id, bigRules, bigRecords) : null;
   const fleet = await startFleet();
   try {
     await fleet.run(pilot.id, pilotRules, records);
     const fanout = skipPilot ? null : await fleet.run(pilot.id, pilotRules, records);
     if (plain && fanout) console.log(JSON.stringify({ scenario: 'pilot', subjects: 306, records, plainLoop: plain, fanout, ratio: ratio(plain.seconds, fanout.seconds) }));
-    const fanoutBig = await fleet.run(big.id, bigRules, bigRecords);
-    console.log(JSON.stringify({ scenario: `pilot x${times}`, subjects: bigSubjects, records: bigRecords, plainLoop: plainBig, fanout: fanoutBig, ...(plainBig ? { ratio: ratio(plainBig.seconds, fanoutBig.seconds) } : {}) }));
-    if (fanout) {
+    // More pairs (BENCH_PILOT_PAIRS): the plain loop, then the fan-out, each pair run back to back
+    // so both see about the same load; the workers stay up, idle, while the loop runs.
+    const pairs = plain && fanout ? [{ plain: plain.seconds, fanout: fanout.seconds, ratio: ratio(plain.seconds, fanout.seconds), load: [plain.loadAverage[0], fanout.loadAverage[1]] }] : [];
+    for (let i = 1; i < PILOT_PAIRS && pairs.length > 0; i++) {
+      const p = await plainLoop(pilot.id, pilotRules, records);
+      const f = await fleet.run(pilot.id, pilotRules, records);
+      pairs.push({ plain: p.seconds, fanout: f.seconds, ratio: ratio(p.seconds, f.seconds), load: [p.loadAverage[0], f.loadAverage[1]] });
+    }
+    const medianRatio = pairs.length > 0 ? [...pairs].sort((a, b) => a.ratio - b.ratio)[Math.floor(pairs.length / 2)]!.ratio : null;
+    if (pairs.length > 1) console.log(JSON.stringify({ scenario: 'pilot pairs', pairs: pairs.map((p) => ({ ...p, plain: Number(p.plain.toFixed(2)), fanout: Number(p.fanout.toFixed(2)) })), medianRatio }));
+    const fanoutBig = SKIP_BIG ? null : await fleet.run(big.id, bigRules, bigRecords);
+    if (fanoutBig) console.log(JSON.stringify({ scenario: `pilot x${times}`, subjects: bigSubjects, records: bigRecords, plainLoop: plainBig, fanout: fanoutBig, ...(plainBig ? { ratio: ratio(plainBig.seconds, fanoutBig.seconds) } : {}) }));
+    if (fanout && fanoutBig) {
       const peak = (r: typeof fanout) => Math.max(...r.workerPeakMb);
       const retained = (r: typeof fanout) => Math.max(...r.workerRetainedMb);
       console.log(
         JSON.stringify({
           scenario: 'summary',
           machine: { cores: availableParallelism(), loadAverage: loadavg().map((l) => Number(l.toFixed(1))) },
-          fanoutOverPlainLoop: { ratio: ratio(plain!.seconds, fanout.seconds), target: '>= 1' },
+          fanoutOverPlainLoop: { ratio: ratio(plain!.seconds, fanout.seconds), ...(pairs.length > 1 ? { medianOfPairs: medianRatio, pairs: pairs.length } : {}), target: '>= 1' },
+          // CPU seconds of the pilot run: the plain loop's process or the two workers, and the PostgreSQL server.
+          cpuSeconds: {
+            plainLoop: { process: plain!.cpuSeconds, postgres: plain!.postgresCpuSeconds },
+            fanout: { workers: Number((fanout.workerCpuSeconds[0]! + fanout.workerCpuSeconds[1]!).toFixed(1)), postgres: fanout.postgresCpuSeconds },
+          },
           [`time x${times} over x1`]: { ratio: ratio(fanoutBig.seconds, fanout.seconds), target: `<= ${times + 1}` },
           workerPeakRssMb: { x1: peak(fanout), [`x${times}`]: peak(fanoutBig), ratio: ratio(peak(fanoutBig), peak(fanout)), heapCapMb: WORKER_HEAP_MB || 'V8 default' },
           workerRetainedMb: { x1: retained(fanout), [`x${times}`]: retained(fanoutBig), ratio: ratio(retained(fanoutBig), retained(fanout)) },

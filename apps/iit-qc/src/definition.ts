@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { evaluateSubject } from './rules/engine.ts';
 import { finishRun } from './run/finish.ts';
+import { startStudyChecks } from './run/study-checks.ts';
 import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
 import type { AgentReview } from './review/agent-review.ts';
 
@@ -30,10 +31,11 @@ export interface QcOptions {
 
 /**
  * A QC run: one task, one child per subject. The manager freezes the rule-set version and the
- * datasets' versions and hashes, and lists the subjects; each child evaluates the record- and
- * subject-level rules on its subject's records and stores its findings (replacing those of an
- * earlier attempt); the fan-in runs the study-level rules, compares with the previous run and
- * settles the discrepancies.
+ * datasets' versions and hashes, starts the study-level checks beside the children (SDTM) and
+ * lists the subjects; each child evaluates the record- and subject-level rules on its subject's
+ * records and stores its findings (replacing those of an earlier attempt); the fan-in keeps what
+ * the study-level checks found (or runs them: REDCap, or they did not finish), compares with the
+ * previous run and settles the discrepancies.
  */
 export function qcRun(options: QcOptions) {
   const { pool } = options;
@@ -47,6 +49,11 @@ export function qcRun(options: QcOptions) {
     summarize: () => 'QC run',
     async *listItems(input, ctx) {
       const run = await snapshotRun(pool, ctx.task.id, ctx.task.tenant ?? '', input);
+      // The study-level checks start now and run beside the children, in this process; their end
+      // is not awaited: the listing's last page goes in only once the listing returns. Should they
+      // fail or this process die, the fan-in runs them.
+      const failed = (error: unknown) => ctx.logger.warn('study-level checks did not run beside the children; the fan-in runs them', { taskId: ctx.task.id, error: (error as Error).message });
+      (await startStudyChecks(pool, ctx.task.id).catch((error: unknown) => (failed(error), null)))?.done.catch(failed);
       let subjects = 0;
       for await (const page of runSubjects(pool, run)) {
         subjects += page.length;

@@ -1,4 +1,7 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { finishRun } from '../src/run/finish.ts';
+import { startStudyChecks } from '../src/run/study-checks.ts';
 import { HIT_PAGE } from '../src/run/study-rules.ts';
 import { qcTest, type QcTest } from './harness.ts';
 
@@ -68,5 +71,36 @@ describe('the fan-in pages what a study-level rule flags', () => {
     expect(findings).toHaveLength(expected);
     expect(new Set(findings.map((f) => `${f.subject}|${f.recno}`)).size).toBe(expected);
     expect(findings.every((f) => f.subject.startsWith('O-') && f.site === null)).toBe(true);
+  });
+
+  it('ran the study-level checks while the children ran, with the outcome the fan-in gets running them itself', async () => {
+    const pool: pg.Pool = t.rt.ctx.services.pool;
+    const studyChecks = async () => (await pool.query('SELECT study_checks FROM qc_run WHERE task_id = $1', [runId])).rows[0].study_checks;
+    const outcome = async () => ({
+      findings: (await pool.query(`SELECT key, rule_id, subject, site, domain, dataset, recno, variables, "values", message, severity, excluded, change FROM qc_finding WHERE run_id = $1 AND level = 'study' ORDER BY key`, [runId])).rows,
+      rules: (await pool.query('SELECT rule_id, status, issues, excluded, subjects, errors, reason FROM qc_rule_result WHERE run_id = $1 ORDER BY rule_id', [runId])).rows,
+      summary: (await pool.query('SELECT summary FROM qc_run WHERE task_id = $1', [runId])).rows[0].summary,
+    });
+    expect(await studyChecks()).toEqual({ errors: {} });
+    const early = await outcome();
+    expect(early.findings).toHaveLength(SUBJECTS.length * (SAME_TERM - 1) + ORPHANS * ORPHAN_RECORDS);
+
+    // Without the early outcome (it failed, or its process died), the fan-in runs the checks itself.
+    await pool.query('UPDATE qc_run SET study_checks = NULL WHERE task_id = $1', [runId]);
+    await pool.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [runId]);
+    await finishRun(pool, runId);
+    expect(await outcome()).toEqual(early);
+    // Early checks that come once the fan-in is done store nothing.
+    expect(await startStudyChecks(pool, runId)).toBeNull();
+    expect(await studyChecks()).toBeNull();
+
+    // With it, the fan-in keeps the stored findings and failures and does not run the checks again.
+    const kept = early.findings[0].key;
+    await pool.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study' AND key <> $2", [runId, kept]);
+    await pool.query('UPDATE qc_run SET study_checks = $2 WHERE task_id = $1', [runId, JSON.stringify({ errors: { ORPHAN: 'the check failed' } })]);
+    await finishRun(pool, runId);
+    const after = await outcome();
+    expect(after.findings.map((f) => f.key)).toEqual([kept]);
+    expect(after.rules.find((r) => r.rule_id === 'ORPHAN')).toMatchObject({ status: 'error', errors: 1, reason: 'the check failed' });
   });
 });

@@ -3,6 +3,7 @@ import { RuleEvaluationError } from '@fanout/rules';
 import type { Column, Row } from '../data/table.ts';
 import { text } from './functions.ts';
 import { requiredOf, type CompiledRuleSpec } from './rule-set.ts';
+import type { RuleSpec } from './spec.ts';
 
 /** One problem found: where (subject, dataset, record, variables) and by which rule. */
 export interface Finding {
@@ -63,7 +64,7 @@ export function findingKey(ruleId: string, dataset: string | null, subject: stri
 }
 
 /** Which rules a study's datasets cannot run, and why (a missing dataset or column). */
-export function skippedRules(rules: readonly CompiledRuleSpec[], datasets: readonly DatasetShape[], standard: 'sdtm' | 'redcap'): Map<string, string> {
+export function skippedRules(rules: readonly RuleSpec[], datasets: readonly DatasetShape[], standard: 'sdtm' | 'redcap'): Map<string, string> {
   const skipped = new Map<string, string>();
   const byDomain = new Map<string, DatasetShape[]>();
   for (const d of datasets) byDomain.set(d.domain, [...(byDomain.get(d.domain) ?? []), d]);

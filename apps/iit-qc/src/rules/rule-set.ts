@@ -38,8 +38,17 @@ export interface ExpandedRuleSet {
   notes: string[];
 }
 
+// A rule's needs, worked out once per rule object: the engine asks for every subject it evaluates.
+const required = new WeakMap<RuleSpec, { variables: string[]; domains: string[] }>();
+
 /** The variables a rule reads as `row.NAME` or `domains.NAME` (a study lacking them skips the rule). */
-export function requiredOf(rule: RuleSpec): { variables: string[]; domains: string[] } {
+export function requiredOf(rule: RuleSpec): { readonly variables: readonly string[]; readonly domains: readonly string[] } {
+  let needs = required.get(rule);
+  if (!needs) required.set(rule, (needs = readRequired(rule)));
+  return needs;
+}
+
+function readRequired(rule: RuleSpec): { variables: string[]; domains: string[] } {
   const source = [rule.condition, rule.when].filter(Boolean).join('\n');
   const variables = new Set(rule.requires ?? []);
   // A variable the rule tests with has(row.X) is optional: the rule copes without it.

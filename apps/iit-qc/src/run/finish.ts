@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { runStudyRule } from './study-rules.ts';
-import { forgetRun, insertFindings, runContext } from './run-store.ts';
+import { studyChecksAtFanIn } from './study-checks.ts';
+import { forgetRun, runContext } from './run-store.ts';
 
 export interface RunSummary {
   skipped: Record<string, string>;
@@ -16,42 +16,33 @@ export interface RunSummary {
 
 /**
  * The fan-in of a QC run, in one transaction (a retried fan-in does it all again): study-level
- * rules (uniqueness, consistency, outliers, orphan records), exclusions, the comparison with the
- * study's previous run (new, still open, resolved), the discrepancies that live across runs, and
- * each rule's result.
+ * rules (uniqueness, consistency, outliers, orphan records: in an SDTM run, their findings stored
+ * while the children ran, see study-checks.ts), exclusions, the comparison with the study's
+ * previous run (new, still open, resolved), the discrepancies that live across runs, and each
+ * rule's result.
  */
 export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSummary> {
   const ctx = await runContext(pool, taskId);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    // First, before this transaction locks the run's row: the early checks write to it while
+    // they hold their lock.
+    const studyErrors = await studyChecksAtFanIn(client, ctx);
     await client.query("UPDATE qc_run SET stage = 'finishing' WHERE task_id = $1", [taskId]);
-    await client.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [taskId]);
-    const studyErrors = new Map<string, string>();
-    for (const rule of ctx.rules.filter((r) => r.level === 'study' && !ctx.skipped.has(r.id))) {
-      await client.query('SAVEPOINT rule');
-      try {
-        for await (const findings of runStudyRule(client, taskId, rule, ctx.datasets)) await insertFindings(client, taskId, findings);
-        await client.query('RELEASE SAVEPOINT rule');
-      } catch (error) {
-        await client.query('ROLLBACK TO SAVEPOINT rule');
-        studyErrors.set(rule.id, (error as Error).message);
-      }
-    }
-    // Exclusions stay: a finding whose discrepancy was excluded is excluded in every later run.
-    await client.query(
-      `UPDATE qc_finding f SET excluded = (d.excluded_reason IS NOT NULL)
-       FROM qc_discrepancy d WHERE f.run_id = $1 AND d.study_id = $2 AND d.key = f.key`,
-      [taskId, ctx.studyId],
-    );
     const previous = await client.query<{ task_id: string }>(
       "SELECT task_id FROM qc_run WHERE study_id = $1 AND stage = 'done' AND task_id <> $2 AND created_at <= (SELECT created_at FROM qc_run WHERE task_id = $2) ORDER BY created_at DESC LIMIT 1",
       [ctx.studyId, taskId],
     );
     const previousRunId = previous.rows[0]?.task_id ?? null;
+    // Each finding new or still open against the previous run, and, in the same pass (one new
+    // version of each row, not two), excluded when its discrepancy is: exclusions stay, a finding
+    // whose discrepancy was excluded is excluded in every later run.
     await client.query(
-      `UPDATE qc_finding f SET change = CASE WHEN EXISTS (SELECT 1 FROM qc_finding p WHERE p.run_id = $2 AND p.key = f.key) THEN 'open' ELSE 'new' END WHERE f.run_id = $1`,
-      [taskId, previousRunId],
+      `UPDATE qc_finding f SET change = CASE WHEN EXISTS (SELECT 1 FROM qc_finding p WHERE p.run_id = $2 AND p.key = f.key) THEN 'open' ELSE 'new' END,
+         excluded = coalesce((SELECT d.excluded_reason IS NOT NULL FROM qc_discrepancy d WHERE d.study_id = $3 AND d.key = f.key), f.excluded)
+       WHERE f.run_id = $1`,
+      [taskId, previousRunId, ctx.studyId],
     );
     // Rules this run checked: only their discrepancies can be resolved by it.
     const checked = ctx.rules.filter((r) => !ctx.skipped.has(r.id)).map((r) => r.id);
@@ -78,24 +69,30 @@ export async function finishRun(pool: pg.Pool, taskId: string): Promise<RunSumma
     const countOf = new Map(counts.rows.map((r) => [r.rule_id, r]));
     const errorOf = new Map(errors.rows.map((r) => [r.rule_id, r]));
     const tally = { passed: 0, issues: 0, skipped: 0, error: 0 };
-    for (const rule of ctx.rules) {
+    const results = ctx.rules.map((rule) => {
       const c = countOf.get(rule.id);
       const e = errorOf.get(rule.id);
       const skippedReason = ctx.skipped.get(rule.id);
       const studyError = studyErrors.get(rule.id);
       const status = skippedReason ? 'skipped' : studyError || e ? 'error' : c && c.issues > 0 ? 'issues' : 'passed';
       tally[status === 'issues' ? 'issues' : status]++;
-      await client.query('INSERT INTO qc_rule_result (run_id, rule_id, status, issues, excluded, subjects, errors, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
-        taskId,
-        rule.id,
+      return {
+        rule_id: rule.id,
         status,
-        c?.issues ?? 0,
-        c?.excluded ?? 0,
-        c?.subjects ?? 0,
-        e?.errors ?? (studyError ? 1 : 0),
-        skippedReason ?? studyError ?? (e ? `${e.errors} record(s) could not be evaluated: ${e.message}` : null),
-      ]);
-    }
+        issues: c?.issues ?? 0,
+        excluded: c?.excluded ?? 0,
+        subjects: c?.subjects ?? 0,
+        errors: e?.errors ?? (studyError ? 1 : 0),
+        reason: skippedReason ?? studyError ?? (e ? `${e.errors} record(s) could not be evaluated: ${e.message}` : null),
+      };
+    });
+    // One statement for every rule's result (a round trip each was 150 for the pilot's rule set).
+    await client.query(
+      `INSERT INTO qc_rule_result (run_id, rule_id, status, issues, excluded, subjects, errors, reason)
+       SELECT $1, r.rule_id, r.status, r.issues, r.excluded, r.subjects, r.errors, r.reason
+       FROM jsonb_to_recordset($2::jsonb) AS r(rule_id text, status text, issues int, excluded int, subjects int, errors int, reason text)`,
+      [taskId, JSON.stringify(results)],
+    );
     const totals = await client.query<{ issues: number; excluded: number; new: number; open: number; subjects: number }>(
       "SELECT count(*) FILTER (WHERE NOT excluded)::int AS issues, count(*) FILTER (WHERE excluded)::int AS excluded, count(*) FILTER (WHERE change = 'new' AND NOT excluded)::int AS new, count(*) FILTER (WHERE change = 'open' AND NOT excluded)::int AS open, count(DISTINCT subject)::int AS subjects FROM qc_finding WHERE run_id = $1",
       [taskId],

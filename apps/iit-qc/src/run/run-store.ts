@@ -60,8 +60,9 @@ export async function snapshotRun(pool: pg.Pool, taskId: string, tenant: string,
   );
   if (datasets.rows.length === 0) throw new PermanentError('the study has no datasets to check: upload them first', { code: 'no_data' });
   const snapshot: RunDataset[] = datasets.rows.map((d) => ({ ...d, subjects: !TRIAL_DESIGN.has(d.domain) }));
-  const rules = ruleSet.rows[0].rules.rules.map(compileSpec);
-  const skipped = skippedRules(rules, snapshot, study.rows[0].standard);
+  // What the data cannot run is read from the rules' text (their scope and the variables they
+  // name): no need to compile them here, the children and the fan-in do.
+  const skipped = skippedRules(ruleSet.rows[0].rules.rules, snapshot, study.rows[0].standard);
   await pool.query(
     `INSERT INTO qc_run (task_id, study_id, tenant, rule_set_id, datasets, subjects, stage, summary)
      VALUES ($1, $2, $3, $4, $5, 0, 'preparing', $6) ON CONFLICT (task_id) DO NOTHING`,

@@ -184,15 +184,13 @@ function hasNonAscii(src: Uint8Array, s: number, e: number): boolean {
 const lastValue = new Float64Array(1);
 let lastWord = -1;
 
+/** 1 when a number's first byte is its sign (`+` or `-`), else 0. */
+const signLength = (first: number): number => (first === 0x2b || first === 0x2d ? 1 : 0);
+
 /** An integer (`[+-]?digits`, at most 15 of them) written as it is: the next position, SLOW or GENERIC. */
 function writeInteger(src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number): number {
-  let i = s;
-  let sign = 1;
-  const first = src[i]!;
-  if (first === 0x2b || first === 0x2d) {
-    if (first === 0x2d) sign = -1;
-    i++;
-  }
+  let i = s + signLength(src[s]!);
+  const sign = src[s] === 0x2d ? -1 : 1;
   if (i === e || e - i > 15) return GENERIC;
   let m = 0;
   for (; i < e; i++) {
@@ -210,13 +208,8 @@ function writeInteger(src: Uint8Array, s: number, e: number, buf: Uint8Array, p:
  * zero as 0, as the reference writes them): the next position; SLOW or GENERIC otherwise.
  */
 function writeDecimal(src: Uint8Array, s: number, e: number, buf: Uint8Array, p: number, decimalComma: boolean, needValue: boolean): number {
-  let i = s;
-  let sign = 1;
-  const first = src[i]!;
-  if (first === 0x2b || first === 0x2d) {
-    if (first === 0x2d) sign = -1;
-    i++;
-  }
+  let i = s + signLength(src[s]!);
+  const sign = src[s] === 0x2d ? -1 : 1;
   let m = 0;
   let digits = 0;
   let intDigits = 0;

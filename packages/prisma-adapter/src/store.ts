@@ -298,7 +298,7 @@ export class PrismaFanoutStore implements FanoutStore {
     // last 10 s: under a steady load, every few passes. The names come from this fixed list only.
     const due = await this.#db.$queryRaw<{ name: string }[]>`
       SELECT relname AS name FROM pg_stat_user_tables
-      WHERE relid IN ('fanout_item'::regclass, 'fanout_item_log'::regclass, 'fanout_task'::regclass)
+      WHERE relid = ANY(${[...VACUUMED_TABLES]}::regclass[])
         AND n_dead_tup > GREATEST(10000, n_live_tup / 10)
         AND COALESCE(GREATEST(last_vacuum, last_autovacuum), '-infinity') < now() - interval '10 seconds'`;
     const vacuumed: string[] = [];

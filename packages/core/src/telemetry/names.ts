@@ -13,12 +13,10 @@ export const SPAN = {
   dispatch: 'fanout.dispatch',
   /** One page of items inserted with its child jobs. */
   page: 'fanout.dispatch.page',
-  /** One attempt of one item, from its claim to its stored outcome. */
+  /** One attempt of one item, from its claim to its stored outcome; the handler runs inside it. */
   item: 'fanout.item',
   /** The statement that claimed a delivery's items (each item's span links to it). */
   claim: 'fanout.claim',
-  /** The definition's `runItem`. */
-  handler: 'fanout.handler',
   /** Waiting for a global or rate limit slot. */
   limitWait: 'fanout.limit.wait',
   /** A transient failure handed back for a later attempt (until the release is stored). */
@@ -59,6 +57,8 @@ export const ATTR = {
   inserted: 'fanout.page.inserted',
   /** Whether the statement took the outcome (false: the claim was lost meanwhile). */
   recorded: 'fanout.settle.recorded',
+  /** How long the attempt's handler (`runItem`) ran, on its item span (the handler runs inside that span). */
+  handlerMs: 'fanout.handler.duration_ms',
   /** How long an outcome waited in the group commit until it was stored. */
   settleWaitMs: 'fanout.settle.wait_ms',
   claimed: 'fanout.claim.claimed',

@@ -92,9 +92,10 @@ export interface FailureInfo {
 
 /**
  * One attempt of one item, traced and measured: a `fanout.item` span from the claim to the stored
- * outcome, with the handler (and a retry) as its children. The claim and the settle are statements
- * for many items at once: each has a span of its own, linked with the items it served. Without an
- * SDK the span does not record and nothing but the metrics' counting is done.
+ * outcome, active while the handler runs (its limit waits and a retry are its children). The claim
+ * and the settle are statements for many items at once: each has a span of its own, linked with
+ * the items it served. Without an SDK no span is started and nothing but the metrics' counting is
+ * done.
  */
 export class ItemTelemetry {
   readonly #tracer: Tracer;
@@ -151,16 +152,22 @@ export class ItemTelemetry {
     this.#ctx = trace.setSpan(parent, span);
   }
 
-  /** Runs the handler in its span (limit waits inside it become its children). */
+  /**
+   * Runs the handler with the item span active: its limit waits and the spans it starts itself
+   * (an HTTP call, a query) are the item span's children. The attempt is one span, as a messaging
+   * `process` span is one per message: a span of its own for the handler would cost every item a
+   * second span for what the item span's `fanout.handler.duration_ms` already says.
+   */
   async handler<T>(fn: () => Promise<T>): Promise<T> {
     this.#metrics.handlerStarted(this.#item.kind);
     this.#running = true;
+    const started = performance.now();
     try {
-      if (!this.#recording) return await fn();
-      return await inSpan(this.#tracer, SPAN.handler, {}, this.#ctx, fn);
+      return this.#span ? await context.with(this.#ctx, fn) : await fn();
     } finally {
       this.#running = false;
       this.#metrics.handlerEnded(this.#item.kind);
+      if (this.#recording) this.#span!.setAttribute(ATTR.handlerMs, Math.round(performance.now() - started));
     }
   }
 

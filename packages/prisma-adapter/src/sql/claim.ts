@@ -97,8 +97,15 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
     turns AS (
       SELECT e.id, row_number() OVER (ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id) AS turn
       FROM eligible e
-      WHERE EXISTS (SELECT 1 FROM fanout_item p
-                    WHERE p.task_id = e.id AND p.status = 'pending' AND (p.retry_at IS NULL OR p.retry_at <= clock_timestamp()))
+      -- Whether the task has an item to run now, read in listing order through the index of
+      -- pending items. Written as EXISTS, the planner may guess that scanning the table finds one
+      -- sooner; the pending items of a new task are at the table's end, and a claim walked every
+      -- row of the table for each task of the tenant (50-90 ms per claim with 500 small tasks).
+      CROSS JOIN LATERAL (
+        SELECT 1 FROM fanout_item p
+        WHERE p.task_id = e.id AND p.status = 'pending' AND (p.retry_at IS NULL OR p.retry_at <= clock_timestamp())
+        ORDER BY p.seq LIMIT 1
+      ) due
       ORDER BY turn
       LIMIT ${TASKS_PER_CLAIM}::int
     ),

@@ -71,7 +71,8 @@ export async function anyLapsedItem(db: PrismaQueryable): Promise<boolean> {
 /** See `FanoutStore.pendingWork`: read through the index of pending items. */
 export async function pendingWork(db: PrismaQueryable, taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }> {
   const [row] = await db.$queryRaw<{ now: boolean; next: Date | null }[]>`
-    SELECT EXISTS (SELECT 1 FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND (retry_at IS NULL OR retry_at <= clock_timestamp())) AS now,
+    SELECT (SELECT true FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND (retry_at IS NULL OR retry_at <= clock_timestamp())
+            ORDER BY seq LIMIT 1) IS NOT NULL AS now,
            (SELECT min(retry_at) FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND retry_at > clock_timestamp()) AS next`;
   return { now: row!.now, nextRetryAt: row!.next };
 }

@@ -61,6 +61,16 @@ describe('LocalLimit', () => {
     controller.abort(new Error('stopping'));
     await expect(all).rejects.toThrow('stopping');
   });
+
+  it('takes together the slots of holders that end in the same turn of the event loop', async () => {
+    const limit = new LocalLimit(5);
+    expect(await limit.acquireSome(5)).toBe(5);
+    // Five handlers whose waits end together: each frees its slot in its own timer callback.
+    for (let i = 0; i < 5; i++) setTimeout(() => limit.release(), 1);
+    // Woken by the first release, the waiter takes the four freed in the same timer phase as well.
+    expect(await limit.acquireSome(5)).toBe(5);
+    expect(limit.active).toBe(5);
+  });
 });
 
 describe('FanoutEvents', () => {

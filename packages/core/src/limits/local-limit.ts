@@ -46,12 +46,16 @@ export class LocalLimit {
   }
 
   /**
-   * Waits for one slot (FIFO, like `acquire`), then takes as many more as are free at once, up to
-   * `max` in all; resolves with how many it holds (release each).
+   * Waits for one slot (FIFO, like `acquire`), then takes as many more as are free, up to `max` in
+   * all; resolves with how many it holds (release each). When the slot it got was the only free
+   * one, it first lets the event loop finish its turn: holders that end together (handlers whose
+   * waits expire in the same timer phase) free their slots one callback apart, and a caller woken
+   * by the first would otherwise take one slot where a moment later it could take them all.
    */
   async acquireSome(max: number, signal?: AbortSignal): Promise<number> {
     await this.acquire(signal);
     let held = 1;
+    if (max > 1 && this.#active >= this.limit) await new Promise((resolve) => setImmediate(resolve));
     while (held < max && this.#active < this.limit && this.#waiters.length === 0) {
       this.#active++;
       held++;

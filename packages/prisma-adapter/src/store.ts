@@ -364,12 +364,27 @@ export class PrismaFanoutStore implements FanoutStore {
     return fanIn.completeFanIn(this.#db, taskId, round, token);
   }
 
+  async claimFanIns(taskIds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord[]> {
+    const ids = taskIds.filter(isUuid);
+    return ids.length === 0 ? [] : retryOnConflict(() => fanIn.claimFanIns(this.#db, ids, leaseMs, token));
+  }
+
+  async completeFanIns(done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]> {
+    const valid = done.filter((d) => isUuid(d.taskId) && isUuid(d.token));
+    return valid.length === 0 ? [] : retryOnConflict(() => fanIn.completeFanIns(this.#db, valid));
+  }
+
   async releaseFanIn(taskId: string, token: string, retryInMs: number): Promise<void> {
     await fanIn.releaseFanIn(this.#db, taskId, token, retryInMs);
   }
 
   async markAnnounced(taskId: string, round: number): Promise<void> {
     if (isUuid(taskId)) await announce.markAnnounced(this.#db, taskId, round);
+  }
+
+  async markAnnouncedMany(tasks: ReadonlyArray<{ taskId: string; round: number }>): Promise<void> {
+    const valid = tasks.filter((t) => isUuid(t.taskId));
+    if (valid.length > 0) await retryOnConflict(() => announce.markAnnouncedMany(this.#db, valid));
   }
 
   async claimUnannounced(kinds: readonly string[], graceMs: number, leaseMs: number, limit: number): Promise<TaskCounts[]> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { FanoutError } from '../errors/errors.ts';
+import type { TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { childLogger, errorFields, taskFields } from './logger.ts';
 
@@ -162,34 +163,44 @@ export async function runFanIns(ctx: RuntimeContext, taskId: string | null, kind
     const token = randomUUID();
     const task = await ctx.store.claimFanIn(taskId, kinds, leaseMs, token);
     if (!task) return;
-    const definition = ctx.definition(task.kind);
-    const lost = new AbortController();
-    const renew = setInterval(() => {
-      ctx.store.renewFanIn(task.id, token, leaseMs).then(
-        (held) => {
-          if (!held) lost.abort(new FanoutError('aborted', `the fan-in lease of task ${task.id} was lost`));
-        },
-        () => {
-          // A failed renewal is tried again at the next tick; the lease covers two missed ones.
-        },
-      );
-    }, Math.max(100, Math.floor(leaseMs / 3)));
-    renew.unref();
-    try {
-      const logger = childLogger(ctx.logger, { ...taskFields(task), round: task.round });
-      await ctx.telemetry.fanIn(task, async () => definition.onFinish?.(task, { logger, signal: AbortSignal.any([ctx.shutdown, lost.signal]) }));
-      clearInterval(renew);
-      if (!(await ctx.store.completeFanIn(task.id, task.round, token))) {
-        ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { ...taskFields(task), round: task.round });
-      }
-    } catch (error) {
-      clearInterval(renew);
-      ctx.logger.error('fan-in hook failed; it will be retried', { ...taskFields(task), round: task.round, ...errorFields(error) });
-      await ctx.store.releaseFanIn(task.id, token, Math.min(leaseMs, 30_000));
-      ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));
-      return;
+    const ran = await runClaimedFanIn(ctx, task, token, leaseMs, () => ctx.store.completeFanIn(task.id, task.round, token));
+    if (!ran || taskId) return;
+  }
+}
+
+/**
+ * Runs the hook of a fan-in this process claimed under `token`, renewing the lease while it runs,
+ * then records the round through `complete`; a failed hook gives the lease up so that a later
+ * pass tries again. Resolves false when the hook failed.
+ */
+export async function runClaimedFanIn(ctx: RuntimeContext, task: TaskRecord, token: string, leaseMs: number, complete: () => Promise<boolean>): Promise<boolean> {
+  const definition = ctx.definition(task.kind);
+  const lost = new AbortController();
+  const renew = setInterval(() => {
+    ctx.store.renewFanIn(task.id, token, leaseMs).then(
+      (held) => {
+        if (!held) lost.abort(new FanoutError('aborted', `the fan-in lease of task ${task.id} was lost`));
+      },
+      () => {
+        // A failed renewal is tried again at the next tick; the lease covers two missed ones.
+      },
+    );
+  }, Math.max(100, Math.floor(leaseMs / 3)));
+  renew.unref();
+  try {
+    const logger = childLogger(ctx.logger, { ...taskFields(task), round: task.round });
+    await ctx.telemetry.fanIn(task, async () => definition.onFinish?.(task, { logger, signal: AbortSignal.any([ctx.shutdown, lost.signal]) }));
+    clearInterval(renew);
+    if (!(await complete())) {
+      ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { ...taskFields(task), round: task.round });
     }
-    if (taskId) return;
+    return true;
+  } catch (error) {
+    clearInterval(renew);
+    ctx.logger.error('fan-in hook failed; it will be retried', { ...taskFields(task), round: task.round, ...errorFields(error) });
+    await ctx.store.releaseFanIn(task.id, token, Math.min(leaseMs, 30_000));
+    ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));
+    return false;
   }
 }
 

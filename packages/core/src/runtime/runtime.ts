@@ -32,7 +32,8 @@ import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
-import { maintenancePass, retentionMargin, runFanIns, type MaintenanceSettings } from './maintenance.ts';
+import { Endings } from './endings.ts';
+import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
 import { uuidv7 } from '../store/ids.ts';
@@ -202,6 +203,8 @@ export class Fanout implements AsyncDisposable {
   /** Traces and metrics (OpenTelemetry API; see `FanoutRuntimeOptions.telemetry`). */
   readonly telemetry: FanoutTelemetry;
   readonly #itemLogs: ItemLogBuffer;
+  /** Group-committed writes of the endings this process announces and the fan-ins it runs. */
+  readonly #endings: Endings;
   #presence: Presence | null = null;
   /** This process works jobs or runs the maintenance loop (an API process does neither). */
   #runsJobs = false;
@@ -266,6 +269,7 @@ export class Fanout implements AsyncDisposable {
       itemLogs: this.#itemLogs,
       telemetry: this.telemetry,
     };
+    this.#endings = new Endings(this.#ctx, this.#maintenance.fanInLeaseMs);
   }
 
   /** The pg-boss instance jobs go through. */
@@ -642,6 +646,7 @@ export class Fanout implements AsyncDisposable {
       }
       await this.#maintenancePassRunning;
       await this.#children?.drain();
+      await this.#endings.idle();
       await this.#itemLogs.drain();
       await this.#presence?.stop();
     } finally {
@@ -693,9 +698,7 @@ export class Fanout implements AsyncDisposable {
     void this.#announceEnding(task);
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
-      runFanIns(this.#ctx, task.id, [task.kind], this.#maintenance.fanInLeaseMs).catch((error) =>
-        this.#reportError(error, `fan-in of task ${task.id}`),
-      );
+      this.#endings.fanIn(task.id, task.kind).catch((error) => this.#reportError(error, `fan-in of task ${task.id}`));
     }
   }
 
@@ -709,7 +712,7 @@ export class Fanout implements AsyncDisposable {
     if (!type) return;
     try {
       await this.events.deliverEnding(type, { ...taskCountsOf(task), at: Date.now() });
-      await this.store.markAnnounced(task.id, task.round);
+      await this.#endings.markAnnounced(task.id, task.round);
     } catch (error) {
       this.#reportError(error, `announcing the ending of task ${task.id} (it will be announced again)`);
     }

@@ -600,6 +600,22 @@ export interface FanoutStore {
   /** Records that the ending of `round` was announced (delivered to the durable listeners). */
   markAnnounced(taskId: string, round: number): Promise<void>;
   /**
+   * Optional: `markAnnounced` for several tasks in one call. Without it the runtime calls
+   * `markAnnounced` for each.
+   */
+  markAnnouncedMany?(tasks: ReadonlyArray<{ taskId: string; round: number }>): Promise<void>;
+  /**
+   * Optional: `claimFanIn` for several finished tasks at once, all under one `token`; answers the
+   * tasks claimed (those whose fan-in is due and not leased), in no particular order. Without it
+   * the runtime claims each with `claimFanIn`.
+   */
+  claimFanIns?(taskIds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord[]>;
+  /**
+   * Optional: `completeFanIn` for several tasks in one call; answers the ids whose round was
+   * recorded (each only for the holder of its token). Without it the runtime completes each alone.
+   */
+  completeFanIns?(done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]>;
+  /**
    * Finished tasks of `kinds` whose ending was never recorded as announced and that ended more than
    * `graceMs` ago, each claimed for `leaseMs` so one process announces it.
    */

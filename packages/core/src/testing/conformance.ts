@@ -769,6 +769,35 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await store.claimFanIn(task.id, [kind], LEASE, c))?.round).toBe(2);
       });
 
+      it('claims, completes and records as announced the endings of several tasks in one call each', async (t) => {
+        if (!store.claimFanIns || !store.completeFanIns || !store.markAnnouncedMany) return t.skip();
+        const finished = async () => {
+          const { task, ids } = await dispatched(1);
+          const token = randomUUID();
+          await store.claimItems(ids, token, LEASE);
+          await store.settleItems([outcome(ids[0]!, token)]);
+          return task;
+        };
+        const [a, b] = [await finished(), await finished()];
+        const running = (await dispatched(1)).task;
+        const held = randomUUID();
+        expect((await store.claimFanIn(b.id, [kind], LEASE, held))?.id).toBe(b.id); // b is leased by another
+        const token = randomUUID();
+        const claimed = await store.claimFanIns([a.id, b.id, running.id, randomUUID()], LEASE, token);
+        expect(claimed.map((c) => c.id)).toEqual([a.id]); // not b (leased), not the running task, not an unknown id
+        expect(claimed[0]).toMatchObject({ status: 'completed', round: 1, kind });
+        expect(await store.claimFanIns([a.id], LEASE, randomUUID())).toEqual([]); // a is leased now
+        // Only each holder's round is recorded: a with the batch's token, b not with it.
+        expect(await store.completeFanIns([{ taskId: a.id, round: 1, token }, { taskId: b.id, round: 1, token }])).toEqual([a.id]);
+        expect(await store.completeFanIns([{ taskId: a.id, round: 1, token }])).toEqual([]); // once
+        expect(await store.completeFanIns([{ taskId: b.id, round: 1, token: held }])).toEqual([b.id]);
+        expect(await store.claimFanIns([a.id, b.id], 0, randomUUID())).toEqual([]); // done for round 1
+        await store.markAnnouncedMany([{ taskId: a.id, round: 1 }, { taskId: b.id, round: 1 }, { taskId: randomUUID(), round: 1 }]);
+        const unannounced = await store.claimUnannounced([kind], 0, LEASE, 1000);
+        expect(unannounced.map((u) => u.id)).not.toContain(a.id);
+        expect(unannounced.map((u) => u.id)).not.toContain(b.id);
+      });
+
       it('gives an ending nobody recorded as announced to one maintenance pass, after the grace', async () => {
         const { task, ids } = await dispatched(1);
         const token = randomUUID();

@@ -23,6 +23,34 @@ export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kin
   return row ? toTask(row) : null;
 }
 
+/** `claimFanIn` for several finished tasks in one statement, under one token (rows locked in id order). */
+export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord[]> {
+  const rows = await db.$queryRaw<TaskRow[]>`
+    UPDATE fanout_task t SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
+    FROM (
+      SELECT id FROM fanout_task
+      WHERE id = ANY(${[...taskIds]}::uuid[])
+        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+        AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+      ORDER BY id FOR UPDATE SKIP LOCKED) due
+    WHERE t.id = due.id
+    RETURNING t.*`;
+  return rows.map(toTask);
+}
+
+/** `completeFanIn` for several tasks in one statement; answers the ids recorded. */
+export async function completeFanIns(db: PrismaQueryable, done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]> {
+  const sorted = [...done].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    WITH v AS (SELECT * FROM unnest(${sorted.map((d) => d.taskId)}::uuid[], ${sorted.map((d) => d.round)}::int[], ${sorted.map((d) => d.token)}::uuid[]) AS v(id, round, token)),
+    locked AS (SELECT t.id FROM fanout_task t JOIN v ON v.id = t.id ORDER BY t.id FOR UPDATE OF t)
+    UPDATE fanout_task t SET fanin_round = v.round, fanin_lease_until = NULL, fanin_token = NULL
+    FROM v, locked
+    WHERE t.id = v.id AND locked.id = v.id AND t.fanin_round < v.round AND t.fanin_token = v.token
+    RETURNING t.id`;
+  return rows.map((r) => r.id);
+}
+
 /** Extends the lease of a fan-in still held under `token`; false when another process took it over. */
 export async function renewFanIn(db: PrismaQueryable, taskId: string, token: string, leaseMs: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`

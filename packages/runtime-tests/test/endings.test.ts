@@ -1,0 +1,90 @@
+import type { FanoutStore } from '@fanout/core';
+import { fanoutOn, openPrismaDatabase } from '@fanout/kit';
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { createTestDatabase } from '@fanout/testdb';
+import { describe, expect, it } from 'vitest';
+import { PrismaClient } from '../generated/prisma/client.ts';
+import { testDefinition } from './fixtures/definitions.ts';
+import { waitFor } from './fixtures/harness.ts';
+
+const BATCH_METHODS = ['markAnnouncedMany', 'claimFanIns', 'completeFanIns'] as const;
+
+/**
+ * The store, with the optional batch methods of endings either hidden (a store that lacks them)
+ * or counted: how many entries each call carried.
+ */
+function storeFor(store: FanoutStore, batched: boolean, calls: Record<string, number[]>): FanoutStore {
+  return new Proxy(store, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if ((BATCH_METHODS as readonly PropertyKey[]).includes(property)) {
+        if (!batched) return undefined;
+        return (entries: readonly unknown[], ...rest: unknown[]) => {
+          (calls[property as string] ??= []).push(entries.length);
+          return (value as (...args: unknown[]) => unknown).call(target, entries, ...rest);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+// The process that finishes a task announces its ending and runs its fan-in; tasks finishing
+// together share the statements that record both (three per batch instead of three per task).
+// The maintenance loop is kept out of the way (a minute apart), so this is the finishing path.
+describe('endings of tasks that finish together', () => {
+  for (const batched of [true, false]) {
+    it(`each is announced once and its fan-in runs once, ${batched ? 'recorded in shared statements' : 'with a store that records them one task at a time'}`, async () => {
+      const db = await createTestDatabase({ migrations: [migrationsDir] });
+      const database = openPrismaDatabase({ databaseUrl: db.url, prisma: (adapter) => new PrismaClient({ adapter }) });
+      const fanIns = new Map<string, number>();
+      const calls: Record<string, number[]> = {};
+      const fanout = fanoutOn(
+        { ...database, store: storeFor(database.store, batched, calls) as typeof database.store },
+        {
+          definitions: [testDefinition({ dispatchAtSubmit: 10, onFinish: (id) => void fanIns.set(id, (fanIns.get(id) ?? 0) + 1) })],
+          worker: { concurrency: 20, leaseMs: 3000 },
+          maintenance: { intervalMs: 60_000 },
+        },
+      );
+      try {
+        const completed: string[] = [];
+        fanout.events.on('task.completed', (e) => void completed.push(e.id));
+        await fanout.start();
+        const tasks = await Promise.all(Array.from({ length: 30 }, (_, i) => fanout.submit('test_batch', { count: 2 }, { tenant: `t${i % 3}` })));
+        const ids = tasks.map((t) => t.id);
+        await waitFor(
+          async () => {
+            const { rows } = await database.pool.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM fanout_task WHERE id = ANY($1::uuid[]) AND status = 'completed' AND announced_round = round AND fanin_round = round`,
+              [ids],
+            );
+            return rows[0]!.n === ids.length;
+          },
+          { timeoutMs: 30_000, message: 'every task completed, announced and fanned in' },
+        );
+        expect(completed.sort()).toEqual([...ids].sort());
+        expect([...fanIns.keys()].sort()).toEqual([...ids].sort());
+        expect([...fanIns.values()].every((n) => n === 1)).toBe(true);
+        const { rows: leases } = await database.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM fanout_task WHERE id = ANY($1::uuid[]) AND (fanin_token IS NOT NULL OR fanin_lease_until IS NOT NULL OR announce_lease_until IS NOT NULL)`,
+          [ids],
+        );
+        expect(leases[0]!.n).toBe(0);
+        if (batched) {
+          for (const method of BATCH_METHODS) {
+            const sizes = calls[method] ?? [];
+            expect(sizes.reduce((a, b) => a + b, 0)).toBe(ids.length);
+            expect(Math.max(...sizes)).toBeGreaterThan(1); // tasks ending together shared a statement
+          }
+        } else {
+          expect(calls).toEqual({});
+        }
+      } finally {
+        await fanout.stop();
+        await database.close();
+        await db.drop();
+      }
+    });
+  }
+});

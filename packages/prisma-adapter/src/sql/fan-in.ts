@@ -23,7 +23,12 @@ export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kin
   return row ? toTask(row) : null;
 }
 
-/** `claimFanIn` for several finished tasks in one statement, under one token (rows locked in id order). */
+/**
+ * `claimFanIn` for several finished tasks in one statement, under one token. Their rows are locked
+ * in id order and waited for, not skipped: these are the tasks the caller just finished, and a row
+ * another statement holds for a moment (the announcement of another task's ending in the same
+ * batch) would otherwise leave its fan-in to the maintenance loop, seconds later.
+ */
 export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord[]> {
   const rows = await db.$queryRaw<TaskRow[]>`
     UPDATE fanout_task t SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
@@ -32,7 +37,7 @@ export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[
       WHERE id = ANY(${[...taskIds]}::uuid[])
         AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
-      ORDER BY id FOR UPDATE SKIP LOCKED) due
+      ORDER BY id FOR UPDATE) due
     WHERE t.id = due.id
     RETURNING t.*`;
   return rows.map(toTask);

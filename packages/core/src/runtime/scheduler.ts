@@ -60,7 +60,16 @@ export interface TicketJob {
   data: TicketData;
   singletonKey: string;
   startAfter?: Date;
+  /** Fetched before the jobs of lower priority (pg-boss's; successors have none: 0). */
+  priority?: number;
 }
+
+/**
+ * A window's jobs go ahead of the successors in the queue: a tenant that had nothing queued (a
+ * new task, work come due) is served at the next fetch instead of after the jobs every busy
+ * tenant keeps queued, and its successors then take turns with theirs.
+ */
+const WINDOW_PRIORITY = 1;
 
 /** The window of a tenant: `window` times its weight, at least 1. */
 export function windowOf(settings: SchedulingSettings, tenant: string | null): number {
@@ -73,7 +82,7 @@ const slotKey = (slot: number | string, tenant: string | null) => `${slot}:${ten
 
 /** Every slot of a tenant's window (the ones already waiting are skipped by the queue). */
 export function windowTickets(settings: SchedulingSettings, tenant: string | null): TicketJob[] {
-  return Array.from({ length: windowOf(settings, tenant) }, (_, slot) => ({ data: { tenant, slot }, singletonKey: slotKey(slot, tenant) }));
+  return Array.from({ length: windowOf(settings, tenant) }, (_, slot) => ({ data: { tenant, slot }, singletonKey: slotKey(slot, tenant), priority: WINDOW_PRIORITY }));
 }
 
 /** The job that takes over a slot after one of its jobs claimed items. */

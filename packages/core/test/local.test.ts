@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FanoutEvents, LocalLimit } from '../src/index.ts';
+import { claimedAhead } from '../src/runtime/child-runner.ts';
 
 describe('LocalLimit', () => {
   it('never runs more than its limit at once, and serves waiters in order', async () => {
@@ -62,12 +63,36 @@ describe('LocalLimit', () => {
     await expect(all).rejects.toThrow('stopping');
   });
 
+  it('resizes: a larger limit serves the waiters at once, a smaller one lets the holders keep their slots', async () => {
+    const limit = new LocalLimit(2);
+    await limit.acquireSome(2);
+    const order: string[] = [];
+    const a = limit.acquire().then(() => void order.push('a'));
+    const b = limit.acquire().then(() => void order.push('b'));
+    limit.resize(3);
+    await a;
+    expect(order).toEqual(['a']);
+    expect(limit.active).toBe(3);
+    limit.resize(1); // three held, one allowed: releases do not pass the slot on until under it
+    limit.release();
+    limit.release();
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['a']);
+    expect(limit.active).toBe(1);
+    limit.release();
+    await b;
+    expect(order).toEqual(['a', 'b']);
+    expect(limit.active).toBe(1);
+    expect(() => limit.resize(0)).toThrow('limit: must be an integer >= 1');
+  });
+
   it('takes together the slots of holders that end in the same turn of the event loop', async () => {
     const limit = new LocalLimit(5);
     expect(await limit.acquireSome(5)).toBe(5);
-    // Five handlers whose waits end together: each frees its slot in its own timer callback.
-    for (let i = 0; i < 5; i++) setTimeout(() => limit.release(), 1);
-    // Woken by the first release, the waiter takes the four freed in the same timer phase as well.
+    // Five handlers ending in the same turn, each in a callback of its own (immediates queued
+    // together run in one turn; one queued meanwhile waits for the next).
+    for (let i = 0; i < 5; i++) setImmediate(() => limit.release());
+    // Woken by the first release, the waiter takes the four freed in the same turn as well.
     expect(await limit.acquireSome(5)).toBe(5);
     expect(limit.active).toBe(5);
   });
@@ -109,5 +134,16 @@ describe('FanoutEvents', () => {
     expect(reported).toEqual(['listener of item.log']);
     off();
     expect(events.listenerCount('item.log')).toBe(0);
+  });
+});
+
+describe('claimedAhead', () => {
+  it('holds about 25 ms of work ahead of the handlers: all of them for short items, one for long ones', () => {
+    expect(claimedAhead(50, null)).toBe(13); // before any item ended: a quarter
+    expect(claimedAhead(50, 0.05)).toBe(50); // no-op items: as many as the handlers
+    expect(claimedAhead(50, 20)).toBe(50);
+    expect(claimedAhead(50, 100)).toBe(13);
+    expect(claimedAhead(50, 10_000)).toBe(1); // an LLM call: one
+    expect(claimedAhead(1, 5)).toBe(1);
   });
 });

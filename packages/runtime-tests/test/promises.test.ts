@@ -81,7 +81,9 @@ describe('promises kept', () => {
     await using t = await testApp({ work: true });
     const task = await t.app.fanout.submit(
       'test_batch',
-      { count: 40, item: { sleepMs: 30 }, every: 2, special: { permanent: true, permanentUntilRound: 2 } },
+      // Enough items that some are still waiting in the table when the tolerance stops the task
+      // (a worker holds about 25 ms of work beyond its handlers: 17 items of 30 ms for 20 handlers).
+      { count: 100, item: { sleepMs: 30 }, every: 2, special: { permanent: true, permanentUntilRound: 2 } },
       { maxFailures: 3 },
     );
     const stopped = await finished(t, task.id);
@@ -91,7 +93,7 @@ describe('promises kept', () => {
     expect(retry.retried).toBe(stopped.failed + stopped.cancelled);
     expect(retry.task).toMatchObject({ status: 'running', round: 2, failed: 0, cancelled: 0, roundSettledAtStart: stopped.succeeded });
     // Round 2: nothing fails any more, and every item has run.
-    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 40, failed: 0, cancelled: 0, round: 2 });
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 100, failed: 0, cancelled: 0, round: 2 });
 
     const broken = await t.app.fanout.submit('test_batch', { count: 20, managerFailAfter: 5 });
     expect(await finished(t, broken.id)).toMatchObject({ status: 'failed', stopReason: 'manager_failed' });

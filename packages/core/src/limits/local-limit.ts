@@ -5,14 +5,34 @@ import { abortError } from './abortable.ts';
  * first level of throttling (handlers in memory); for limits across processes use a global limit.
  */
 export class LocalLimit {
-  readonly limit: number;
+  #limit: number;
   #active = 0;
   readonly #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; signal: AbortSignal | undefined; onAbort: () => void }> = [];
   readonly #roomWaiters = new Set<{ count: number; resolve: () => void }>();
 
   constructor(limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit: must be an integer >= 1, got ${limit}`);
-    this.limit = limit;
+    this.#limit = limit;
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /**
+   * Changes the limit. A larger one serves the waiters at once; below the slots held now, the
+   * holders keep them and the next waiter is served once they are under the new limit.
+   */
+  resize(limit: number): void {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit: must be an integer >= 1, got ${limit}`);
+    this.#limit = limit;
+    while (this.#active < this.#limit && this.#waiters.length > 0) {
+      const next = this.#waiters.shift()!;
+      next.signal?.removeEventListener('abort', next.onAbort);
+      this.#active++;
+      next.resolve();
+    }
+    this.#wakeRoomWaiters();
   }
 
   get active(): number {
@@ -86,18 +106,22 @@ export class LocalLimit {
   }
 
   release(): void {
-    const next = this.#waiters.shift();
+    const next = this.#active <= this.#limit ? this.#waiters.shift() : undefined;
     if (next) {
       next.signal?.removeEventListener('abort', next.onAbort);
       next.resolve(); // the slot passes straight to the next waiter
     } else {
       this.#active--;
-      const free = this.limit - this.#active;
-      for (const waiter of this.#roomWaiters) {
-        if (free < waiter.count) continue;
-        this.#roomWaiters.delete(waiter);
-        waiter.resolve();
-      }
+      this.#wakeRoomWaiters();
+    }
+  }
+
+  #wakeRoomWaiters(): void {
+    const free = this.#limit - this.#active;
+    for (const waiter of this.#roomWaiters) {
+      if (free < waiter.count) continue;
+      this.#roomWaiters.delete(waiter);
+      waiter.resolve();
     }
   }
 

@@ -13,6 +13,21 @@ import { childLogger, errorFields, itemFields, redact, redactText } from './logg
 import { GroupCommit } from './group-commit.ts';
 import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 
+/** The work a process claims ahead of its handlers, in time: see `claimedAhead`. */
+const AHEAD_MS = 25;
+
+/**
+ * Items a process claims beyond its handlers: about `AHEAD_MS` of their work at the items' mean
+ * duration so far (a quarter of the handlers before any ended), at least one and at most as many
+ * as the handlers. Short items need them to keep the handlers busy through a job's and a claim's
+ * round trips (20 ms items: the handlers' number); long ones hardly (10 s items: one). Whatever
+ * the duration, what a newcomer's items wait for because of them stays about `AHEAD_MS`.
+ */
+export function claimedAhead(concurrency: number, meanItemMs: number | null): number {
+  if (meanItemMs === null) return Math.max(1, Math.ceil(concurrency / 4));
+  return Math.min(concurrency, Math.max(1, Math.ceil((concurrency * AHEAD_MS) / Math.max(meanItemMs, 0.001))));
+}
+
 /** How long a job of a tenant at its in-flight quota waits before it looks again. */
 const QUOTA_RECHECK_MS = 500;
 import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
@@ -49,7 +64,16 @@ export class ChildRunner {
   readonly #ctx: RuntimeContext;
   readonly #scheduling: SchedulingSettings;
   readonly #enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>;
+  /** The handlers running at once (`worker.concurrency`). */
   readonly #limit: LocalLimit;
+  /**
+   * The items this process holds at once: the handlers, and a few claimed ahead that wait for
+   * one. A handler that ends starts the next held item at once, while the claim that replaces it
+   * is on its way, instead of leaving its slot idle for the round trips of a job and a claim.
+   */
+  readonly #held: LocalLimit;
+  /** The handlers' mean duration (ms, moving average), which sizes `#held`. */
+  #meanItemMs: number | null = null;
   readonly #leases: LeaseKeeper;
   /** Outcomes, group-committed: one settle statement per batch. */
   readonly #settles: GroupCommit<Outcome>;
@@ -65,6 +89,7 @@ export class ChildRunner {
     this.#scheduling = scheduling;
     this.#enqueueTickets = enqueueTickets;
     this.#limit = new LocalLimit(ctx.settings.concurrency);
+    this.#held = new LocalLimit(ctx.settings.concurrency + claimedAhead(ctx.settings.concurrency, null));
     this.#leases = new LeaseKeeper(ctx.store, {
       leaseMs: ctx.settings.leaseMs,
       pollMs: ctx.settings.controlPollMs,
@@ -117,7 +142,7 @@ export class ChildRunner {
   async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<void> {
     const ctx = this.#ctx;
     const ticket = job.data;
-    const room = await this.#limit.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
+    const room = await this.#held.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
     let claimed: ClaimedItem[] = [];
     let token = '';
     const claiming = ctx.telemetry.claimStarted(room);
@@ -147,7 +172,7 @@ export class ChildRunner {
             ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
             : null;
     } finally {
-      for (let i = claimed.length; i < room; i++) this.#limit.release();
+      for (let i = claimed.length; i < room; i++) this.#held.release();
     }
     // The items start before the successor goes in: their handlers do not wait on its round trip,
     // and a successor that cannot be stored strands nothing (the maintenance loop tops up the
@@ -158,11 +183,18 @@ export class ChildRunner {
     // Take the next job only once there is room for a few items (a quarter of the handlers, at
     // most a batch): a job per freed slot would cost a fetch, a claim and a successor per item.
     const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil(ctx.settings.concurrency / 4)));
-    await this.#limit.whenFree(enough, ctx.shutdown).catch(() => {});
+    await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
     while (this.#recording.size > ctx.settings.concurrency) await Promise.race(this.#recording);
   }
 
-  /** Runs one claimed item in the slot of the concurrency limit reserved for it, then records its outcome. */
+  /** Follows the handlers' mean duration and sizes the items held ahead of them by it. */
+  #itemRan(ms: number): void {
+    const mean = (this.#meanItemMs = this.#meanItemMs === null ? ms : this.#meanItemMs * 0.9 + ms * 0.1);
+    const held = this.#ctx.settings.concurrency + claimedAhead(this.#ctx.settings.concurrency, mean);
+    if (held !== this.#held.limit) this.#held.resize(held);
+  }
+
+  /** Runs one claimed item once a handler is free (at once, unless it was claimed ahead), then records its outcome. */
   #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): void {
     const running: Promise<void> = this.#run(definition, item, token, tel)
       .catch((error: unknown) => this.#ctx.reportError(error, `running item ${item.itemId}`))
@@ -197,6 +229,9 @@ export class ChildRunner {
     let release: { error: ItemError; delayMs: number; refund?: boolean } | null = null;
     let startedAt: number | null = null;
     try {
+      // An item claimed ahead waits here for a handler (a stop, a lost claim or a shutdown while
+      // it waits ends it as it would end a running one).
+      await this.#limit.acquire(controller.signal);
       startedAt = performance.now();
       ctx.stats.inFlight++;
       try {
@@ -265,6 +300,8 @@ export class ChildRunner {
       }
     } finally {
       clearTimeout(expiry);
+      if (startedAt !== null) this.#itemRan(performance.now() - startedAt);
+      this.#held.release();
     }
     // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
     // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop

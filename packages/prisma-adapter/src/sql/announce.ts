@@ -14,11 +14,10 @@ export async function markAnnounced(db: PrismaQueryable, taskId: string, round: 
     WHERE id = ${taskId}::uuid AND announced_round < ${round}::int`;
 }
 
-/** `markAnnounced` for several tasks in one statement (their rows locked in id order, like every batch). */
+/** `markAnnounced` for several tasks in one statement (their rows locked in id order by `locked`, like every batch). */
 export async function markAnnouncedMany(db: PrismaQueryable, tasks: ReadonlyArray<{ taskId: string; round: number }>): Promise<void> {
-  const sorted = [...tasks].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   await db.$queryRaw`
-    WITH v AS (SELECT * FROM unnest(${sorted.map((t) => t.taskId)}::uuid[], ${sorted.map((t) => t.round)}::int[]) AS v(id, round)),
+    WITH v AS (SELECT * FROM unnest(${tasks.map((t) => t.taskId)}::uuid[], ${tasks.map((t) => t.round)}::int[]) AS v(id, round)),
     locked AS (SELECT t.id FROM fanout_task t JOIN v ON v.id = t.id ORDER BY t.id FOR UPDATE OF t)
     UPDATE fanout_task t SET announced_round = v.round, announce_lease_until = NULL
     FROM v, locked

@@ -43,11 +43,10 @@ export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[
   return rows.map(toTask);
 }
 
-/** `completeFanIn` for several tasks in one statement; answers the ids recorded. */
+/** `completeFanIn` for several tasks in one statement (rows locked in id order by `locked`); answers the ids recorded. */
 export async function completeFanIns(db: PrismaQueryable, done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]> {
-  const sorted = [...done].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   const rows = await db.$queryRaw<{ id: string }[]>`
-    WITH v AS (SELECT * FROM unnest(${sorted.map((d) => d.taskId)}::uuid[], ${sorted.map((d) => d.round)}::int[], ${sorted.map((d) => d.token)}::uuid[]) AS v(id, round, token)),
+    WITH v AS (SELECT * FROM unnest(${done.map((d) => d.taskId)}::uuid[], ${done.map((d) => d.round)}::int[], ${done.map((d) => d.token)}::uuid[]) AS v(id, round, token)),
     locked AS (SELECT t.id FROM fanout_task t JOIN v ON v.id = t.id ORDER BY t.id FOR UPDATE OF t)
     UPDATE fanout_task t SET fanin_round = v.round, fanin_lease_until = NULL, fanin_token = NULL
     FROM v, locked

@@ -161,7 +161,8 @@ export class ItemTelemetry {
   async handler<T>(fn: () => Promise<T>): Promise<T> {
     this.#metrics.handlerStarted(this.#item.kind);
     this.#running = true;
-    const started = performance.now();
+    // Timed only for a recording span (without an SDK, nothing here reads the clock).
+    const started = this.#recording ? performance.now() : 0;
     try {
       return this.#span ? await context.with(this.#ctx, fn) : await fn();
     } finally {

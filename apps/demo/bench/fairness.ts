@@ -19,6 +19,9 @@ const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
 const IO_ITEMS = Number(process.env.BENCH_IO_ITEMS ?? 20_000);
 const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
 const SUBMITTERS = 10;
+// BENCH_SCENARIOS=io_bound (a comma list) runs only those scenarios, for working on one of them.
+const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
 const print = (o: object) => console.log(JSON.stringify(o));
@@ -62,79 +65,83 @@ try {
   }
 
   try {
-    await smallLatencies(); // warm-up
-    const alone = quantile(await smallLatencies(), 0.5);
-    const bigAloneId = await submit(BIG, 'big');
-    const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
-    const bigId = await submit(BIG, 'big');
-    await new Promise((r) => setTimeout(r, 1000));
-    const contended = await smallLatencies();
-    const big = (await finished([bigId])).get(bigId)!;
-    const behind = quantile(contended, 0.5);
-    print({
-      scenario: 'head_of_line',
-      bigItems: BIG,
-      smallAloneMs: Math.round(alone),
-      smallBehindBigMs: Math.round(behind),
-      smallBehindBigMaxMs: Math.round(Math.max(...contended)),
-      latencyRatio: round(behind / alone),
-      bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
-      bigContendedPerSec: Math.round(BIG / big.runSeconds),
-      bigKept: round(bigAlone.runSeconds / big.runSeconds),
-    });
-
-    // The baseline is the median of three runs of the one task: a single run varies by a quarter
-    // on this machine, and the ratio would carry it.
-    const oneRates: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const oneId = await submit(10_000, 'one');
-      oneRates.push((10_000 / (await finished([oneId])).get(oneId)!.latencyMs) * 1000);
+    if (runs('head_of_line')) {
+      await smallLatencies(); // warm-up
+      const alone = quantile(await smallLatencies(), 0.5);
+      const bigAloneId = await submit(BIG, 'big');
+      const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
+      const bigId = await submit(BIG, 'big');
+      await new Promise((r) => setTimeout(r, 1000));
+      const contended = await smallLatencies();
+      const big = (await finished([bigId])).get(bigId)!;
+      const behind = quantile(contended, 0.5);
+      print({
+        scenario: 'head_of_line',
+        bigItems: BIG,
+        smallAloneMs: Math.round(alone),
+        smallBehindBigMs: Math.round(behind),
+        smallBehindBigMaxMs: Math.round(Math.max(...contended)),
+        latencyRatio: round(behind / alone),
+        bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
+        bigContendedPerSec: Math.round(BIG / big.runSeconds),
+        bigKept: round(bigAlone.runSeconds / big.runSeconds),
+      });
     }
-    const onePerSec = quantile(oneRates, 0.5);
-    const started = performance.now();
-    const ids: string[] = [];
-    await Promise.all(
-      Array.from({ length: SUBMITTERS }, async (_, s) => {
-        for (let i = s; i < MANY; i += SUBMITTERS) ids.push(await submit(20, `team-${s}`));
-      }),
-    );
-    const many = await finished(ids);
-    const seconds = (performance.now() - started) / 1000;
-    const latencies = [...many.values()].map((m) => m.latencyMs);
-    // Where the time went, per task (medians): waiting for a manager, dispatching, running.
-    const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
-      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.dispatched_at - t.started_at)) * 1000 AS dispatch,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.started_at)) * 1000 AS to_first,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.completed_at - f.first)) * 1000 AS run
-       FROM fanout_task t, LATERAL (SELECT min(started_at) AS first FROM fanout_item WHERE task_id = t.id) f
-       WHERE t.id = ANY($1::uuid[])`,
-      [ids],
-    );
-    print({
-      scenario: 'many_small',
-      dispatchAtSubmit: DISPATCH_AT_SUBMIT,
-      tasks: MANY,
-      itemsPerTask: 20,
-      submitters: SUBMITTERS,
-      seconds: round(seconds),
-      tasksPerSec: round(MANY / seconds),
-      itemsPerSec: Math.round((MANY * 20) / seconds),
-      oneTaskItemsPerSec: Math.round(onePerSec),
-      oneTaskRuns: oneRates.map(Math.round),
-      ratioToOneTask: round((MANY * 20) / seconds / onePerSec),
-      p50Ms: Math.round(quantile(latencies, 0.5)),
-      p95Ms: Math.round(quantile(latencies, 0.95)),
-      medianPhasesMs: {
-        toManager: Math.round(phases!.to_manager),
-        dispatch: Math.round(phases!.dispatch),
-        toFirstItem: Math.round(phases!.to_first),
-        firstItemToEnd: Math.round(phases!.run),
-      },
-    });
 
-    if (IO_ITEMS > 0) {
-      const ioId = await submit(IO_ITEMS, 'io', { sleepMs: 20 });
+    if (runs('many_small')) {
+      // The baseline is the median of three runs of the one task: a single run varies by a quarter
+      // on this machine, and the ratio would carry it.
+      const oneRates: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const oneId = await submit(10_000, 'one');
+        oneRates.push((10_000 / (await finished([oneId])).get(oneId)!.latencyMs) * 1000);
+      }
+      const onePerSec = quantile(oneRates, 0.5);
+      const started = performance.now();
+      const ids: string[] = [];
+      await Promise.all(
+        Array.from({ length: SUBMITTERS }, async (_, s) => {
+          for (let i = s; i < MANY; i += SUBMITTERS) ids.push(await submit(20, `team-${s}`));
+        }),
+      );
+      const many = await finished(ids);
+      const seconds = (performance.now() - started) / 1000;
+      const latencies = [...many.values()].map((m) => m.latencyMs);
+      // Where the time went, per task (medians): waiting for a manager, dispatching, running.
+      const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
+        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.dispatched_at - t.started_at)) * 1000 AS dispatch,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.started_at)) * 1000 AS to_first,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.completed_at - f.first)) * 1000 AS run
+         FROM fanout_task t, LATERAL (SELECT min(started_at) AS first FROM fanout_item WHERE task_id = t.id) f
+         WHERE t.id = ANY($1::uuid[])`,
+        [ids],
+      );
+      print({
+        scenario: 'many_small',
+        dispatchAtSubmit: DISPATCH_AT_SUBMIT,
+        tasks: MANY,
+        itemsPerTask: 20,
+        submitters: SUBMITTERS,
+        seconds: round(seconds),
+        tasksPerSec: round(MANY / seconds),
+        itemsPerSec: Math.round((MANY * 20) / seconds),
+        oneTaskItemsPerSec: Math.round(onePerSec),
+        oneTaskRuns: oneRates.map(Math.round),
+        ratioToOneTask: round((MANY * 20) / seconds / onePerSec),
+        p50Ms: Math.round(quantile(latencies, 0.5)),
+        p95Ms: Math.round(quantile(latencies, 0.95)),
+        medianPhasesMs: {
+          toManager: Math.round(phases!.to_manager),
+          dispatch: Math.round(phases!.dispatch),
+          toFirstItem: Math.round(phases!.to_first),
+          firstItemToEnd: Math.round(phases!.run),
+        },
+      });
+    }
+
+    if (IO_ITEMS > 0 && runs('io_bound')) {
+      const ioId = await submit(IO_ITEMS, 'io', { sleepMs: Number(process.env.BENCH_IO_MS ?? 20) });
       const io = (await finished([ioId])).get(ioId)!;
       const ideal = (2 * 50) / 0.02;
       print({

@@ -1,21 +1,58 @@
 import type { PgClientLike, PgPoolLike, PrismaQueryable } from './prisma-like.ts';
 
-/** Positional SQL text for a template (`$1`, `$2`, ...), built once per call site. */
-const textOf = new WeakMap<TemplateStringsArray, string>();
-function sqlText(strings: TemplateStringsArray): string {
-  let text = textOf.get(strings);
-  if (text === undefined) {
-    text = strings.reduce((acc, part, i) => `${acc}$${i}${part}`);
-    textOf.set(strings, text);
+/** A call site's statement: its positional SQL text (`$1`, `$2`, ...) and its prepared statement's name. */
+interface Statement {
+  name: string;
+  text: string;
+  /** False once the server refused its prepared form (see `isStalePlan`): sent unnamed from then on. */
+  prepared: boolean;
+}
+const statementOf = new WeakMap<TemplateStringsArray, Statement>();
+let statements = 0;
+/** The statement of a template, built once per call site. */
+function statement(strings: TemplateStringsArray): Statement {
+  let found = statementOf.get(strings);
+  if (found === undefined) {
+    found = { name: `fanout_${++statements}`, text: strings.reduce((acc, part, i) => `${acc}$${i}${part}`), prepared: true };
+    statementOf.set(strings, found);
   }
-  return text;
+  return found;
 }
 
-/** The store's two ways of sending SQL, over a `pg` pool or one of its clients. */
-export function poolQueryable(db: Pick<PgClientLike, 'query'>): PrismaQueryable {
+/**
+ * A prepared statement whose result columns changed under it (a migration altered a table its
+ * `RETURNING *` reads): PostgreSQL refuses to run it again on that connection.
+ */
+function isStalePlan(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
+}
+
+/**
+ * The store's two ways of sending SQL, over a `pg` pool or one of its clients. With `prepared`,
+ * each call site's statement is a named prepared statement, parsed once per connection (and
+ * planned once, when PostgreSQL finds a generic plan as good): the claim and settle statements
+ * are long, and parsing and planning them at every call cost the server as much as running them.
+ * A statement the server refuses in its prepared form after a migration is sent unnamed from then
+ * on (outside a transaction at once; inside one, `poolTransaction` runs the transaction again).
+ */
+export function poolQueryable(db: Pick<PgClientLike, 'query'>, options: { prepared?: boolean; inTransaction?: boolean } = {}): PrismaQueryable {
+  const prepared = options.prepared ?? true;
+  const unnamed = <T>(text: string, values: unknown[]) => db.query(text, values).then((r) => r.rows as T);
   return {
-    $queryRaw: <T>(strings: TemplateStringsArray, ...values: unknown[]) => db.query(sqlText(strings), values).then((r) => r.rows as T),
-    $queryRawUnsafe: <T>(text: string, ...values: unknown[]) => db.query(text, values).then((r) => r.rows as T),
+    $queryRaw: <T>(strings: TemplateStringsArray, ...values: unknown[]) => {
+      const s = statement(strings);
+      if (!prepared || !s.prepared) return unnamed<T>(s.text, values);
+      return db.query({ name: s.name, text: s.text, values }).then(
+        (r) => r.rows as T,
+        (error: unknown) => {
+          if (!isStalePlan(error)) throw error;
+          s.prepared = false;
+          if (options.inTransaction) throw error;
+          return unnamed<T>(s.text, values);
+        },
+      );
+    },
+    $queryRawUnsafe: <T>(text: string, ...values: unknown[]) => unnamed<T>(text, values),
   };
 }
 
@@ -28,6 +65,22 @@ export async function poolTransaction<T>(
   pool: PgPoolLike,
   bounds: { maxWait: number; timeout: number },
   fn: (tx: PrismaQueryable) => Promise<T>,
+  options: { prepared?: boolean } = {},
+): Promise<T> {
+  try {
+    return await transactionOnce(pool, bounds, fn, options);
+  } catch (error) {
+    // A statement refused in its prepared form failed the transaction; it is sent unnamed now.
+    if (!isStalePlan(error)) throw error;
+    return transactionOnce(pool, bounds, fn, options);
+  }
+}
+
+async function transactionOnce<T>(
+  pool: PgPoolLike,
+  bounds: { maxWait: number; timeout: number },
+  fn: (tx: PrismaQueryable) => Promise<T>,
+  options: { prepared?: boolean },
 ): Promise<T> {
   const client = await connectWithin(pool, bounds.maxWait);
   let broken: unknown;
@@ -42,7 +95,7 @@ export async function poolTransaction<T>(
     const timeout = Math.max(1, Math.round(bounds.timeout));
     // One round trip: simple protocol, no parameters (the number is ours).
     await client.query(`BEGIN; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout}`);
-    const result = await fn(poolQueryable(client));
+    const result = await fn(poolQueryable(client, { ...options, inTransaction: true }));
     await client.query('COMMIT');
     return result;
   } catch (error) {

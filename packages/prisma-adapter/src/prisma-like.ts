@@ -11,9 +11,17 @@ export interface PrismaClientLike extends PrismaQueryable {
   $transaction<R>(fn: (tx: any) => Promise<R>, options?: { maxWait?: number; timeout?: number }): Promise<R>;
 }
 
+/** A named prepared statement, as `pg` takes it. */
+export interface PgQueryConfig {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
 /** The part of a `pg` pool client the store uses. */
 export interface PgClientLike {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  query(config: PgQueryConfig): Promise<{ rows: any[] }>;
   release(error?: Error): void;
   on(event: 'error', listener: (error: Error) => void): unknown;
   off(event: 'error', listener: (error: Error) => void): unknown;
@@ -22,5 +30,6 @@ export interface PgClientLike {
 /** The part of a `pg` Pool the store uses (`PrismaFanoutStoreOptions.pool`). */
 export interface PgPoolLike {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  query(config: PgQueryConfig): Promise<{ rows: any[] }>;
   connect(): Promise<PgClientLike>;
 }

@@ -2,7 +2,7 @@ import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsDir } from '../src/index.ts';
-import { poolTransaction } from '../src/pool.ts';
+import { poolQueryable, poolTransaction } from '../src/pool.ts';
 
 // The transactions the store runs on a `pg` pool (`PrismaFanoutStoreOptions.pool`) keep the
 // bounds of Prisma's interactive transactions.
@@ -63,5 +63,35 @@ describe('pool transactions', () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it('prepares each statement once per connection, and sends it unnamed once a migration changed its result', async () => {
+    await pool.query('CREATE TABLE pool_plan (id int)');
+    await pool.query('INSERT INTO pool_plan VALUES (1)');
+    const db = poolQueryable(pool);
+    // One call site, as in the store's SQL modules.
+    const read = (q: typeof db) => q.$queryRaw<Array<Record<string, unknown>>>`SELECT * FROM pool_plan WHERE id >= ${0}::int`;
+    const prepared = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%FROM pool_plan%'`)).rows[0]!.n;
+    expect(await read(db)).toEqual([{ id: 1 }]);
+    expect(await prepared()).toBe(1); // the pool's one connection
+    await pool.query('ALTER TABLE pool_plan ADD COLUMN note text');
+    // The prepared form now fails ("cached plan must not change result type"): sent unnamed.
+    expect(await read(db)).toEqual([{ id: 1, note: null }]);
+    // Inside a transaction the refusal fails the transaction, which runs once more.
+    await pool.query('ALTER TABLE pool_plan ADD COLUMN other int');
+    const txRead = (q: typeof db) => q.$queryRaw<Array<Record<string, unknown>>>`SELECT * FROM pool_plan WHERE id <= ${9}::int`;
+    await poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => txRead(tx));
+    await pool.query('ALTER TABLE pool_plan ADD COLUMN third int');
+    let runs = 0;
+    const rows = await poolTransaction(pool, { maxWait: 1000, timeout: 5000 }, async (tx) => {
+      runs++;
+      return txRead(tx);
+    });
+    expect(rows).toEqual([{ id: 1, note: null, other: null, third: null }]);
+    expect(runs).toBe(2);
+    // Without prepared statements, nothing is prepared.
+    const before = await prepared();
+    await poolQueryable(pool, { prepared: false }).$queryRaw`SELECT id FROM pool_plan WHERE id = ${1}::int`;
+    expect(await prepared()).toBe(before);
   });
 });

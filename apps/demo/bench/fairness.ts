@@ -20,7 +20,7 @@ const IO_ITEMS = Number(process.env.BENCH_IO_ITEMS ?? 20_000);
 const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
 const SUBMITTERS = 10;
 // BENCH_SCENARIOS=io_bound (a comma list) runs only those scenarios, for working on one of them.
-const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null;
 const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
@@ -55,24 +55,42 @@ try {
     }
   }
   const submit = (count: number, tenant: string, item: { sleepMs?: number } = {}) => api.fanout.submit('test_batch', { count, item }, { tenant }).then((t) => t.id);
-  async function smallLatencies(): Promise<number[]> {
-    const out: number[] = [];
+  /** Small tasks one after the other: their ids and latencies. */
+  async function smallTasks(): Promise<{ ids: string[]; latencies: number[] }> {
+    const ids: string[] = [];
+    const latencies: number[] = [];
     for (let i = 0; i < SMALL_ROUNDS; i++) {
       const id = await submit(10, 'small');
-      out.push((await finished([id])).get(id)!.latencyMs);
+      ids.push(id);
+      latencies.push((await finished([id])).get(id)!.latencyMs);
     }
-    return out;
+    return { ids, latencies };
+  }
+  const smallLatencies = async () => (await smallTasks()).latencies;
+  /** Where a small task's time went (medians, ms): to its first item's start, running, and from its last item's end to its completion. */
+  async function smallPhases(ids: string[]) {
+    const { rows: [phases] } = await db.query<{ to_first: number; run: number; to_complete: number }>(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.created_at)) * 1000 AS to_first,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.last - f.first)) * 1000 AS run,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.completed_at - f.last)) * 1000 AS to_complete
+       FROM fanout_task t, LATERAL (SELECT min(started_at) AS first, max(finished_at) AS last FROM fanout_item WHERE task_id = t.id) f
+       WHERE t.id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return { toFirstItem: Math.round(phases!.to_first), running: Math.round(phases!.run), toCompletion: Math.round(phases!.to_complete) };
   }
 
   try {
     if (runs('head_of_line')) {
       await smallLatencies(); // warm-up
-      const alone = quantile(await smallLatencies(), 0.5);
+      const aloneTasks = await smallTasks();
+      const alone = quantile(aloneTasks.latencies, 0.5);
       const bigAloneId = await submit(BIG, 'big');
       const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
       const bigId = await submit(BIG, 'big');
       await new Promise((r) => setTimeout(r, 1000));
-      const contended = await smallLatencies();
+      const contendedTasks = await smallTasks();
+      const contended = contendedTasks.latencies;
       const big = (await finished([bigId])).get(bigId)!;
       const behind = quantile(contended, 0.5);
       print({
@@ -85,6 +103,7 @@ try {
         bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
         bigContendedPerSec: Math.round(BIG / big.runSeconds),
         bigKept: round(bigAlone.runSeconds / big.runSeconds),
+        medianPhasesMs: { alone: await smallPhases(aloneTasks.ids), behindBig: await smallPhases(contendedTasks.ids) },
       });
     }
 

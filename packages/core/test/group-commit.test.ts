@@ -30,34 +30,6 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[entry('a'), entry('b'), entry('c', 'turned-down')]]);
   });
 
-  it('in a steady stream, lets a small batch wait for company; after a quiet spell, an entry goes at once', async () => {
-    const { batches, commit: store } = recorder();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    // The first commit is held until the test lets it end, so entries pile up behind it.
-    const commit = async (batch: readonly Entry[]) => (batches.length === 0 ? held.then(() => store(batch)) : store(batch));
-    const group = new GroupCommit<Entry>({ commit, key: (e) => e.item, maxBatch: 10, maxFlushes: 1, retryDelayMs: 1, lingerMs: 60_000, fullBatch: 3 });
-    const a = group.push(entry('a')); // nothing committed yet: goes at once
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(batches).toEqual([]); // (held: recorded once it ends)
-    const b = group.push(entry('b'));
-    release();
-    expect(await a).toBe(true);
-    // b lingers (a commit just ended); c, pushed turns later, joins it, and d fills the batch.
-    await new Promise((resolve) => setImmediate(resolve));
-    const c = group.push(entry('c'));
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(batches).toEqual([[entry('a')]]);
-    const d = group.push(entry('d'));
-    expect(await Promise.all([b, c, d])).toEqual([true, true, true]);
-    expect(batches).toEqual([[entry('a')], [entry('b'), entry('c'), entry('d')]]);
-    // A drain does not wait out the linger.
-    const e = group.push(entry('e'));
-    await group.idle();
-    expect(await e).toBe(true);
-    expect(batches.at(-1)).toEqual([entry('e')]);
-  });
-
   it('never puts two entries for the same item in one batch', async () => {
     const { batches, commit } = recorder();
     const group = new GroupCommit<Entry>({ commit, key: (e) => e.item, maxBatch: 10, maxFlushes: 1, retryDelayMs: 1 });

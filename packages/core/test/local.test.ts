@@ -28,6 +28,30 @@ describe('LocalLimit', () => {
     expect(limit.active).toBe(0);
   });
 
+  it('serves the waiters of different lanes in turn, each lane in order, and lets one give up', async () => {
+    const limit = new LocalLimit(1);
+    await limit.acquire();
+    const order: string[] = [];
+    const wait = (lane: string, name: string, signal?: AbortSignal) =>
+      limit.acquire(signal, lane).then(
+        () => {
+          order.push(name);
+          limit.release();
+        },
+        () => order.push(`${name} gave up`),
+      );
+    // A large task's items wait first; a small task's two come after them.
+    const gone = new AbortController();
+    const waits = [wait('big', 'b1'), wait('big', 'b2'), wait('big', 'b3', gone.signal), wait('big', 'b4'), wait('small', 's1'), wait('small', 's2')];
+    expect(limit.waiting).toBe(6);
+    gone.abort();
+    limit.release();
+    await Promise.all(waits);
+    expect(order).toEqual(['b3 gave up', 'b1', 's1', 'b2', 's2', 'b4']);
+    expect(limit.waiting).toBe(0);
+    expect(limit.active).toBe(0);
+  });
+
   it('lets a waiter give up when its signal aborts', async () => {
     const limit = new LocalLimit(1);
     await limit.acquire();

@@ -1,13 +1,63 @@
 import { abortError } from './abortable.ts';
 
+interface Waiter {
+  resolve: () => void;
+  reject: (e: Error) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+}
+
 /**
- * An in-process semaphore: at most `limit` holders at once in this process, FIFO. This is the
- * first level of throttling (handlers in memory); for limits across processes use a global limit.
+ * Waiters by lane, served in turn: the first waiter of the lane whose turn it is, then that lane
+ * goes to the back. Within a lane, first in, first out.
+ */
+class Lanes {
+  /** In turn order (a Map keeps insertion order): the first lane is served next. */
+  readonly #lanes = new Map<string, Waiter[]>();
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  push(lane: string, waiter: Waiter): void {
+    const queue = this.#lanes.get(lane);
+    if (queue) queue.push(waiter);
+    else this.#lanes.set(lane, [waiter]);
+    this.#length++;
+  }
+
+  shift(): Waiter | undefined {
+    const first = this.#lanes.entries().next();
+    if (first.done) return undefined;
+    const [lane, queue] = first.value;
+    const waiter = queue.shift()!;
+    this.#lanes.delete(lane);
+    if (queue.length > 0) this.#lanes.set(lane, queue);
+    this.#length--;
+    return waiter;
+  }
+
+  remove(lane: string, waiter: Waiter): void {
+    const queue = this.#lanes.get(lane);
+    const index = queue?.indexOf(waiter) ?? -1;
+    if (index < 0) return;
+    queue!.splice(index, 1);
+    if (queue!.length === 0) this.#lanes.delete(lane);
+    this.#length--;
+  }
+}
+
+/**
+ * An in-process semaphore: at most `limit` holders at once in this process. Waiters are served
+ * first in, first out, or, when they name lanes, the lanes in turn (round robin) and each lane
+ * first in, first out. This is the first level of throttling (handlers in memory); for limits
+ * across processes use a global limit.
  */
 export class LocalLimit {
   #limit: number;
   #active = 0;
-  readonly #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; signal: AbortSignal | undefined; onAbort: () => void }> = [];
+  readonly #waiters = new Lanes();
   readonly #roomWaiters = new Set<{ count: number; resolve: () => void }>();
 
   constructor(limit: number) {
@@ -43,25 +93,29 @@ export class LocalLimit {
     return this.#waiters.length;
   }
 
-  acquire(signal?: AbortSignal): Promise<void> {
+  /**
+   * Takes a slot, waiting for one when none is free. `lane` (for example a task's id): waiters of
+   * different lanes take turns, so a lane with many waiters does not hold back one that comes
+   * later with a few; without one, every caller shares one lane.
+   */
+  acquire(signal?: AbortSignal, lane = ''): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#active < this.limit) {
       this.#active++;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const waiter = {
+      const waiter: Waiter = {
         resolve,
         reject,
         signal,
         onAbort: () => {
-          const index = this.#waiters.indexOf(waiter);
-          if (index >= 0) this.#waiters.splice(index, 1);
+          this.#waiters.remove(lane, waiter);
           reject(abortError(signal!));
         },
       };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.#waiters.push(waiter);
+      this.#waiters.push(lane, waiter);
     });
   }
 

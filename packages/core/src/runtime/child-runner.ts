@@ -110,12 +110,7 @@ export class ChildRunner {
       }),
       key: (outcome) => outcome.itemId,
       maxBatch: 500,
-      // One settle in flight, lingering up to 5 ms for a batch of 100 in a steady stream: every
-      // settle of a task updates its row, so a second one in flight mostly waited for the first's
-      // lock, and with 20 ms items the settles were 20 items each, more statements than claims.
-      maxFlushes: 1,
-      lingerMs: 5,
-      fullBatch: 100,
+      maxFlushes: 2,
     });
     this.#releases = new GroupCommit<Release>({
       commit: async (releases) => new Set(await ctx.store.releaseItems(releases, ctx.enqueueWork)),
@@ -237,8 +232,9 @@ export class ChildRunner {
     let startedAt: number | null = null;
     try {
       // An item claimed ahead waits here for a handler (a stop, a lost claim or a shutdown while
-      // it waits ends it as it would end a running one).
-      await this.#limit.acquire(controller.signal);
+      // it waits ends it as it would end a running one). Tasks take turns: a small task's items,
+      // claimed behind a large one's, start after a few of its items, not after all it holds.
+      await this.#limit.acquire(controller.signal, item.taskId);
       startedAt = performance.now();
       ctx.stats.inFlight++;
       try {

@@ -14,22 +14,12 @@ export interface GroupCommitOptions<T> {
   maxFlushes: number;
   /** Before a failed commit is tried again, then split in halves. @default 200 */
   retryDelayMs?: number;
-  /**
-   * In a steady stream (a commit ended less than this long ago), how long a batch smaller than
-   * `fullBatch` waits for more entries before it goes: fewer, larger commits. An entry after a
-   * quiet spell goes at once. @default 0
-   */
-  lingerMs?: number;
-  /** A batch this large goes without lingering. @default maxBatch */
-  fullBatch?: number;
 }
 
 /**
  * Group commit: callers push an entry and wait; one store call stores everything pushed so far
  * (a settle adds `k` to the counters in one statement), and the next starts as soon as one ends.
- * Under load the batches grow by themselves; when idle an entry goes out on the next tick. With a
- * linger, a small batch in a steady stream also waits a few milliseconds for company: fewer,
- * larger commits for the same entries (`idle()` does not wait for it).
+ * Under load the batches grow by themselves; when idle an entry goes out on the next tick.
  *
  * A failed commit is tried once more after a pause (a lost connection costs one retry), then split
  * in halves, so that an entry the store cannot take fails alone instead of taking its batch with it. The same item never appears twice in one batch (a later entry waits
@@ -40,13 +30,9 @@ export class GroupCommit<T> {
   #queue: Pending<T>[] = [];
   readonly #flushes = new Set<Promise<void>>();
   #scheduled = false;
-  /** When the last commit ended (performance.now()), for the linger. */
-  #lastEnded = -Infinity;
-  /** The timer of a batch lingering for more entries. */
-  #lingering: NodeJS.Timeout | null = null;
 
   constructor(options: GroupCommitOptions<T>) {
-    this.#options = { retryDelayMs: 200, lingerMs: 0, fullBatch: options.maxBatch, ...options };
+    this.#options = { retryDelayMs: 200, ...options };
   }
 
   /** Resolves true when the entry was stored, false when the store turned it down. */
@@ -60,7 +46,6 @@ export class GroupCommit<T> {
   /** Resolves once everything pushed so far is committed (or has failed). */
   async idle(): Promise<void> {
     while (this.#flushes.size > 0 || this.#queue.length > 0) {
-      if (this.#lingering !== null) this.#stopLingering(); // a drain does not wait for more
       this.#schedule();
       // A flush may only be scheduled (it starts on the next tick): wait for that tick then.
       await (this.#flushes.size > 0 ? Promise.race(this.#flushes) : new Promise<void>((resolve) => setImmediate(resolve)));
@@ -68,38 +53,19 @@ export class GroupCommit<T> {
   }
 
   #schedule(): void {
-    if (this.#lingering !== null && this.#queue.length >= this.#options.fullBatch) this.#stopLingering();
     if (this.#scheduled || this.#flushes.size >= this.#options.maxFlushes || this.#queue.length === 0) return;
     this.#scheduled = true;
-    const { lingerMs, fullBatch } = this.#options;
-    if (lingerMs > 0 && this.#queue.length < fullBatch && performance.now() - this.#lastEnded < lingerMs) {
-      this.#lingering = setTimeout(() => {
-        this.#lingering = null;
-        this.#flush();
-      }, lingerMs);
-      return;
-    }
     // Let the entries of handlers finishing in the same tick join the batch.
-    setImmediate(() => this.#flush());
-  }
-
-  /** Ends a linger: its batch goes on the next tick. */
-  #stopLingering(): void {
-    clearTimeout(this.#lingering!);
-    this.#lingering = null;
-    setImmediate(() => this.#flush());
-  }
-
-  #flush(): void {
-    this.#scheduled = false;
-    if (this.#flushes.size >= this.#options.maxFlushes || this.#queue.length === 0) return;
-    const flush: Promise<void> = this.#commit(this.#takeBatch()).finally(() => {
-      this.#lastEnded = performance.now();
-      this.#flushes.delete(flush);
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (this.#flushes.size >= this.#options.maxFlushes || this.#queue.length === 0) return;
+      const flush: Promise<void> = this.#commit(this.#takeBatch()).finally(() => {
+        this.#flushes.delete(flush);
+        this.#schedule();
+      });
+      this.#flushes.add(flush);
       this.#schedule();
     });
-    this.#flushes.add(flush);
-    this.#schedule();
   }
 
   #takeBatch(): Pending<T>[] {

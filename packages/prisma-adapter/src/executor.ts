@@ -5,7 +5,7 @@ import type { PrismaQueryable } from './prisma-like.ts';
 export function executor(tx: PrismaQueryable): SqlExecutor {
   return {
     async executeSql(text, values) {
-      const rows = await tx.$queryRawUnsafe<unknown>(text, ...(values ?? []));
+      const rows = await (tx.$queryRawPrepared ?? tx.$queryRawUnsafe).call(tx, text, ...(values ?? []));
       return { rows: Array.isArray(rows) ? rows : [] };
     },
   };

@@ -19,6 +19,20 @@ function statement(strings: TemplateStringsArray): Statement {
   return found;
 }
 
+/** Statements by text, for texts that recur but are not the store's templates (pg-boss's). */
+const statementByText = new Map<string, Statement>();
+/** Beyond this many texts, the others go unnamed: a text made per call must not fill every connection. */
+const MAX_TEXT_STATEMENTS = 200;
+function textStatement(text: string): Statement | null {
+  let found = statementByText.get(text);
+  if (found === undefined) {
+    if (statementByText.size >= MAX_TEXT_STATEMENTS) return null;
+    found = { name: `fanout_text_${statementByText.size + 1}`, text, prepared: true };
+    statementByText.set(text, found);
+  }
+  return found;
+}
+
 /**
  * A prepared statement whose result columns changed under it (a migration altered a table its
  * `RETURNING *` reads): PostgreSQL refuses to run it again on that connection.
@@ -38,21 +52,25 @@ function isStalePlan(error: unknown): boolean {
 export function poolQueryable(db: Pick<PgClientLike, 'query'>, options: { prepared?: boolean; inTransaction?: boolean } = {}): PrismaQueryable {
   const prepared = options.prepared ?? true;
   const unnamed = <T>(text: string, values: unknown[]) => db.query(text, values).then((r) => r.rows as T);
+  const run = <T>(s: Statement | null, text: string, values: unknown[]): Promise<T> => {
+    if (!prepared || !s?.prepared) return unnamed<T>(text, values);
+    return db.query({ name: s.name, text, values }).then(
+      (r) => r.rows as T,
+      (error: unknown) => {
+        if (!isStalePlan(error)) throw error;
+        s.prepared = false;
+        if (options.inTransaction) throw error;
+        return unnamed<T>(text, values);
+      },
+    );
+  };
   return {
     $queryRaw: <T>(strings: TemplateStringsArray, ...values: unknown[]) => {
       const s = statement(strings);
-      if (!prepared || !s.prepared) return unnamed<T>(s.text, values);
-      return db.query({ name: s.name, text: s.text, values }).then(
-        (r) => r.rows as T,
-        (error: unknown) => {
-          if (!isStalePlan(error)) throw error;
-          s.prepared = false;
-          if (options.inTransaction) throw error;
-          return unnamed<T>(s.text, values);
-        },
-      );
+      return run<T>(s, s.text, values);
     },
     $queryRawUnsafe: <T>(text: string, ...values: unknown[]) => unnamed<T>(text, values),
+    $queryRawPrepared: <T>(text: string, ...values: unknown[]) => run<T>(textStatement(text), text, values),
   };
 }
 

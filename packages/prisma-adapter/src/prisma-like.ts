@@ -5,6 +5,11 @@
 export interface PrismaQueryable {
   $queryRaw<T = unknown>(query: TemplateStringsArray, ...values: any[]): PromiseLike<T>;
   $queryRawUnsafe<T = unknown>(query: string, ...values: any[]): PromiseLike<T>;
+  /**
+   * Not Prisma's: the store's own path over a `pg` pool adds it, to send a text that recurs (one
+   * of pg-boss's statements) as a prepared statement. Without it, `$queryRawUnsafe`.
+   */
+  $queryRawPrepared?<T = unknown>(query: string, ...values: any[]): PromiseLike<T>;
 }
 
 export interface PrismaClientLike extends PrismaQueryable {

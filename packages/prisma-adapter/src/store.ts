@@ -37,7 +37,9 @@ import {
   type MetricPoint,
   type SlotUsage,
   type PurgeResult,
+  type SqlExecutor,
 } from '@fanout/core';
+import { executor } from './executor.ts';
 import { assertFanoutSchema } from './migrations/check.ts';
 
 /** The tables `vacuumTables` may vacuum: Fanout's busiest. */
@@ -101,6 +103,11 @@ export class PrismaFanoutStore implements FanoutStore {
   readonly #db: PrismaQueryable;
   readonly #tx: { maxWait: number; timeout: number };
   readonly #prepared: boolean;
+  /**
+   * Over the pool only: pg-boss's statements outside the store's transactions (a job's successor)
+   * go through it as prepared statements (planning pg-boss's insert cost more than running it).
+   */
+  readonly sqlExecutor?: () => SqlExecutor;
   readonly #slotsReady = new Set<string>();
 
   constructor(prisma: PrismaClientLike, options: PrismaFanoutStoreOptions = {}) {
@@ -108,6 +115,10 @@ export class PrismaFanoutStore implements FanoutStore {
     this.#pool = options.pool ?? null;
     this.#prepared = options.preparedStatements ?? true;
     this.#db = this.#pool ? poolQueryable(this.#pool, { prepared: this.#prepared }) : prisma;
+    if (this.#pool) {
+      const viaPool = executor(this.#db);
+      this.sqlExecutor = () => viaPool;
+    }
     this.#tx = { maxWait: options.transaction?.maxWait ?? 10_000, timeout: options.transaction?.timeout ?? 60_000 };
   }
 

@@ -2,6 +2,7 @@ import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsDir } from '../src/index.ts';
+import { executor } from '../src/executor.ts';
 import { poolQueryable, poolTransaction } from '../src/pool.ts';
 
 // The transactions the store runs on a `pg` pool (`PrismaFanoutStoreOptions.pool`) keep the
@@ -89,6 +90,11 @@ describe('pool transactions', () => {
     });
     expect(rows).toEqual([{ id: 1, note: null, other: null, third: null }]);
     expect(runs).toBe(2);
+    // A text that recurs (pg-boss's, through the executor pg-boss is given) is prepared once too.
+    const boss = executor(poolQueryable(pool));
+    const text = 'SELECT count(*)::int AS n FROM pool_plan WHERE id > $1';
+    for (const floor of [0, 5]) await boss.executeSql(text, [floor]);
+    expect((await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement = $1`, [text])).rows[0]!.n).toBe(1);
     // Without prepared statements, nothing is prepared.
     const before = await prepared();
     await poolQueryable(pool, { prepared: false }).$queryRaw`SELECT id FROM pool_plan WHERE id = ${1}::int`;

@@ -669,7 +669,8 @@ export class Fanout implements AsyncDisposable {
   async #enqueueTickets(tx: SqlExecutor | null, kind: string, jobs: readonly TicketJob[]): Promise<void> {
     const definition = this.definition(kind);
     for (const job of jobs) assertJobPayload(definition.childQueue, job.data);
-    await this.#boss.insert(definition.childQueue, jobs as TicketJob[], tx ? { db: tx } : {});
+    const db = tx ?? this.store.sqlExecutor?.() ?? null;
+    await this.#boss.insert(definition.childQueue, jobs as TicketJob[], db ? { db } : {});
   }
 
   #afterSettle(result: SettleResult): void {

@@ -567,6 +567,12 @@ export interface FanoutStore {
    */
   refreshStatistics?(): Promise<void>;
   /**
+   * Where the runtime sends the pg-boss statements that are not part of one of the store's
+   * transactions (a job's successor), when the store has a cheaper way than pg-boss's own pool
+   * (the Prisma store on a `pg` pool: prepared statements). Optional.
+   */
+  sqlExecutor?(): SqlExecutor;
+  /**
    * Vacuums those of Fanout's tables whose dead rows (updated and deleted versions) passed a
    * threshold since their last vacuum, and returns their names: under a steady load autovacuum
    * visits a database at most once a minute (`autovacuum_naptime`), and the item table's dead

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { PgClientLike, PgPoolLike, PrismaQueryable } from './prisma-like.ts';
 
 /** A call site's statement: its positional SQL text (`$1`, `$2`, ...) and its prepared statement's name. */
@@ -7,13 +8,19 @@ interface Statement {
   /** False once the server refused its prepared form (see `isStalePlan`): sent unnamed from then on. */
   prepared: boolean;
 }
+/**
+ * Named by its text's hash: a connection's name always means one text, even when two copies of
+ * this package share a pool (`pg` refuses a name reused for another text).
+ */
+function newStatement(text: string): Statement {
+  return { name: `fanout_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`, text, prepared: true };
+}
 const statementOf = new WeakMap<TemplateStringsArray, Statement>();
-let statements = 0;
 /** The statement of a template, built once per call site. */
 function statement(strings: TemplateStringsArray): Statement {
   let found = statementOf.get(strings);
   if (found === undefined) {
-    found = { name: `fanout_${++statements}`, text: strings.reduce((acc, part, i) => `${acc}$${i}${part}`), prepared: true };
+    found = newStatement(strings.reduce((acc, part, i) => `${acc}$${i}${part}`));
     statementOf.set(strings, found);
   }
   return found;
@@ -27,7 +34,7 @@ function textStatement(text: string): Statement | null {
   let found = statementByText.get(text);
   if (found === undefined) {
     if (statementByText.size >= MAX_TEXT_STATEMENTS) return null;
-    found = { name: `fanout_text_${statementByText.size + 1}`, text, prepared: true };
+    found = newStatement(text);
     statementByText.set(text, found);
   }
   return found;

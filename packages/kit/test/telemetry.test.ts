@@ -232,7 +232,13 @@ describe('telemetry with an SDK registered', () => {
       body: JSON.stringify({ input: { count: 1, block: ['n0'] } }),
     })).json()) as { id: string }).id;
     const running = await waitFor(async () => (await rt.fanout.listItems(lapsedId, { status: 'running', limit: 1 })).rows[0], { message: 'the blocking item running' });
-    await rt.db.pool.query('UPDATE fanout_item SET claim_token = gen_random_uuid() WHERE id = $1', [running.id]);
+    await rt.db.pool.query(
+      `WITH other AS (SELECT gen_random_uuid() AS token),
+       taken AS (UPDATE fanout_item SET claim_token = (SELECT token FROM other) WHERE id = $1 RETURNING task_id)
+       INSERT INTO fanout_claim (token, kind, tenant, item_ids, lease_until)
+       SELECT other.token, t.kind, COALESCE(t.tenant, ''), ARRAY[$1::uuid], now() FROM other, taken JOIN fanout_task t ON t.id = taken.task_id`,
+      [running.id],
+    );
     await waitFor(async () => sumOf(await otel.metrics(), METRIC.leasesLost, def) - sumOf(before, METRIC.leasesLost, def) === 1, { message: 'the lost lease counted' });
     const requeued = { [ATTR.recovery]: 'lapsed_requeued' };
     await waitFor(async () => {

@@ -40,12 +40,18 @@ describe('crashes', () => {
       describe: async () =>
         JSON.stringify({
           task: await t.app.fanout.getTask(task.id),
-          items: await t.app.prisma.$queryRaw`SELECT status, attempts, lease_until < now() AS lapsed, count(*)::int AS n FROM fanout_item WHERE task_id = ${task.id}::uuid GROUP BY 1, 2, 3`,
+          items: await t.app.prisma.$queryRaw`SELECT i.status, i.attempts, c.lease_until < now() AS lapsed, count(*)::int AS n FROM fanout_item i LEFT JOIN fanout_claim c ON c.token = i.claim_token WHERE i.task_id = ${task.id}::uuid GROUP BY 1, 2, 3`,
           jobs: await t.app.prisma.$queryRaw`SELECT state, count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' GROUP BY 1`,
           survivor: survivor?.lines.slice(-5),
         }),
     });
     expect(done).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, cancelled: 0 });
+    // Nothing of it is left ready or claimed: the victim's claims were recovered by the maintenance
+    // loop, and the survivor forgets its own once their items are settled.
+    const left = async () => (await t.app.prisma.$queryRaw<{ ready: number; claims: number }[]>`
+      SELECT (SELECT count(*)::int FROM fanout_ready WHERE task_id = ${task.id}::uuid) AS ready, (SELECT count(*)::int FROM fanout_claim) AS claims`)[0]!;
+    expect((await left()).ready).toBe(0);
+    await waitFor(async () => (await left()).claims === 0, { timeoutMs: 20_000, message: 'every claim forgotten' });
 
     // The victim's items were taken over: second attempts, claimed again after the first
     // attempt's lease lapsed (by the job's retry, or requeued by the maintenance loop).

@@ -127,6 +127,8 @@ export class ChildRunner {
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     while (this.#recording.size > 0) await Promise.allSettled([...this.#recording]);
     await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain()]);
+    // The claims this process is done with are forgotten now rather than left to lapse.
+    await this.#leases.flushEnded().catch((error: unknown) => this.#ctx.reportError(error, 'ending claims'));
     this.#leases.stop();
   }
 

@@ -11,8 +11,9 @@ interface Held {
 /**
  * Keeps the claims of this process alive and tells running items when to stop. One timer per
  * process: it renews the leases of every held item (so a dead process's items lapse after one
- * lease), and asks which of the tasks it is working on stopped running (cancel, failure
- * tolerance, deadline) so their items see their abort signal, whichever process stopped them.
+ * lease), asks which of the tasks it is working on stopped running (cancel, failure tolerance,
+ * deadline) so their items see their abort signal, whichever process stopped them, and tells the
+ * store which claims it holds nothing under any more (`endClaims`).
  */
 export class LeaseKeeper {
   readonly #store: FanoutStore;
@@ -20,6 +21,10 @@ export class LeaseKeeper {
   readonly #pollMs: number;
   readonly #onError: (error: unknown) => void;
   readonly #held = new Map<string, Held>();
+  /** Items held per claim token. */
+  readonly #perToken = new Map<string, number>();
+  /** Tokens this process holds nothing under any more, for the store to forget. */
+  #ended: string[] = [];
   #timer: NodeJS.Timeout | null = null;
   #lastRenewal = 0;
   #ticking = false;
@@ -32,20 +37,54 @@ export class LeaseKeeper {
   }
 
   track(itemId: string, token: string, taskId: string, abort: (why: AbortWhy) => void): void {
+    const before = this.#held.get(itemId);
+    if (before) this.#release(before.token);
     this.#held.set(itemId, { token, taskId, abort });
-    if (!this.#timer) {
-      this.#timer = setInterval(() => void this.#tick(), this.#pollMs);
-      this.#timer.unref();
-    }
+    this.#perToken.set(token, (this.#perToken.get(token) ?? 0) + 1);
+    this.#ensureTimer();
   }
 
   /** Stops renewing the item's lease, if it is still held under this token (not a newer claim). */
   untrack(itemId: string, token: string): void {
-    if (this.#held.get(itemId)?.token === token) this.#held.delete(itemId);
-    if (this.#held.size === 0 && this.#timer) {
+    if (this.#held.get(itemId)?.token === token) {
+      this.#held.delete(itemId);
+      this.#release(token);
+    }
+    if (this.#held.size === 0 && this.#ended.length === 0 && this.#timer) {
       clearInterval(this.#timer);
       this.#timer = null;
     }
+  }
+
+  /**
+   * Tells the store now which claims this process holds nothing under (the ones since the last
+   * tick); a stopping worker calls it last.
+   */
+  async flushEnded(): Promise<void> {
+    if (this.#ended.length === 0 || !this.#store.endClaims) {
+      this.#ended = [];
+      return;
+    }
+    const tokens = this.#ended;
+    this.#ended = [];
+    await this.#store.endClaims(tokens);
+  }
+
+  #release(token: string): void {
+    const left = (this.#perToken.get(token) ?? 1) - 1;
+    if (left > 0) {
+      this.#perToken.set(token, left);
+      return;
+    }
+    this.#perToken.delete(token);
+    this.#ended.push(token);
+    this.#ensureTimer();
+  }
+
+  #ensureTimer(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.#tick(), this.#pollMs);
+    this.#timer.unref();
   }
 
   /** Aborts every item held now (the runtime is shutting down). */
@@ -59,9 +98,17 @@ export class LeaseKeeper {
   }
 
   async #tick(): Promise<void> {
-    if (this.#ticking || this.#held.size === 0) return;
+    if (this.#ticking) return;
     this.#ticking = true;
     try {
+      await this.flushEnded();
+      if (this.#held.size === 0) {
+        if (this.#timer && this.#ended.length === 0) {
+          clearInterval(this.#timer);
+          this.#timer = null;
+        }
+        return;
+      }
       const snapshot = [...this.#held.entries()];
       const now = Date.now();
       if (now - this.#lastRenewal >= this.#leaseMs / 3) {

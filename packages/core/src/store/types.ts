@@ -499,6 +499,14 @@ export interface FanoutStore {
   claimNext(query: ClaimNextQuery): Promise<ClaimNextResult>;
   /** Extends the lease of items still held under their tokens. Returns the ids still held. */
   renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]>;
+  /**
+   * The worker holds nothing more under these claim tokens: every item it claimed with them has
+   * its outcome stored, was released, or was lost to another claim. A store that keeps a lease
+   * per claim rather than per item forgets those claims here, so the maintenance loop never reads
+   * them; it must keep a claim that still holds a running item (its lease then lapses and the
+   * item is recovered). Optional: without it, claims are only forgotten once their lease lapsed.
+   */
+  endClaims?(tokens: readonly string[]): Promise<void>;
   /** Records outcomes and moves counters in one transaction; finishes tasks that are done. */
   settleItems(outcomes: readonly Outcome[]): Promise<SettleResult>;
   /**

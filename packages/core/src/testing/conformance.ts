@@ -713,6 +713,48 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(item).toMatchObject({ status: 'pending', error: { code: 'lease_lapsed' } });
       });
 
+      it('recovers every item of lapsed claims, whatever their number, and only the items still running under them', async () => {
+        const { task, ids } = await dispatched(30, { maxAttempts: 3 });
+        // Ten claims of three; in each, one item settled and one released before the holder died.
+        const tokens = Array.from({ length: 10 }, () => randomUUID());
+        for (let c = 0; c < 10; c++) await store.claimItems(ids.slice(c * 3, c * 3 + 3), tokens[c]!, 1);
+        await store.settleItems(tokens.map((token, c) => outcome(ids[c * 3]!, token)));
+        const rec = recorder();
+        await store.releaseItems(tokens.map((token, c) => ({ itemId: ids[c * 3 + 1]!, token, error: { code: 'busy', message: 'later', attempt: 1 }, delayMs: 0 })), rec.enqueue);
+        await new Promise((r) => setTimeout(r, 20));
+        // A few items a call: the loop goes on until a call finds nothing.
+        let requeued = 0;
+        for (let i = 0; i < 20; i++) {
+          const r = await store.recoverLapsedItems(4, rec.enqueue);
+          expect(r.failed.settled).toEqual([]);
+          if (r.requeued === 0) break;
+          requeued += r.requeued;
+        }
+        expect(requeued).toBe(10);
+        // The released and the recovered items wait with one attempt used; none is left running.
+        expect(await store.itemCounts(task.id)).toMatchObject({ running: 0, succeeded: 10, waitingRetry: 20 });
+        expect((await store.recoverLapsedItems(1000, rec.enqueue)).requeued).toBe(0);
+      });
+
+      it('forgets an ended claim only when it holds no running item: one that does lapses and is recovered', async (t) => {
+        if (!store.endClaims) return t.skip();
+        const { task, ids } = await dispatched(3, { maxAttempts: 3 });
+        const done = randomUUID();
+        const unfinished = randomUUID();
+        await store.claimItems(ids.slice(0, 1), done, 1);
+        await store.claimItems(ids.slice(1), unfinished, 1);
+        await store.settleItems([outcome(ids[0]!, done), outcome(ids[1]!, unfinished)]);
+        // Told (wrongly, for the second) that nothing runs under either any more.
+        await store.endClaims([done, unfinished, randomUUID()]);
+        await new Promise((r) => setTimeout(r, 20));
+        const rec = recorder();
+        expect((await store.recoverLapsedItems(1000, rec.enqueue)).requeued).toBe(1);
+        expect(rec.enqueued.map((w) => w.taskId)).toEqual([task.id]);
+        const [item] = (await store.listItems(task.id, { limit: 10 })).rows.filter((r) => r.id === ids[2]);
+        expect(item).toMatchObject({ status: 'pending', attempts: 1, error: { code: 'lease_lapsed' } });
+        expect((await store.claimItems([ids[2]!], randomUUID(), LEASE)).claimed[0]?.attempt).toBe(2);
+      });
+
       it('lists running tasks past their deadline', async () => {
         const { task } = await dispatched(1, { deadlineAt: new Date(Date.now() - 1000) });
         expect(await store.overdueTasks(1000)).toContain(task.id);

@@ -23,7 +23,9 @@ export const FANOUT_MIGRATIONS: readonly FanoutMigration[] = [
   },
   { name: '20261201000000_fanout_console', probe: `to_regclass('fanout_metric') IS NOT NULL` },
   { name: '20261201200000_fanout_promises', probe: `to_regclass('fanout_task_unannounced_idx') IS NOT NULL` },
-  { name: '20261202000000_fanout_scheduling', probe: `to_regclass('fanout_item_pending_idx') IS NOT NULL` },
+  // (Its index of pending items is dropped by the next migration: the probe reads another of its objects.)
+  { name: '20261202000000_fanout_scheduling', probe: `to_regclass('fanout_task_running_idx') IS NOT NULL` },
+  { name: '20261203000000_fanout_claims', probe: `to_regclass('fanout_claim_kind_tenant_idx') IS NOT NULL` },
 ];
 
 /** One query answering every probe at once: a boolean column `m<i>` per migration. */

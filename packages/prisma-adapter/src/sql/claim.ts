@@ -1,11 +1,20 @@
-// Optimistic claim: a child takes its items with one conditional UPDATE that sets an owner token,
-// a lease and the attempt number, and only where the item is `pending`, or `running` under a lease
-// that lapsed with attempts left, and its task is `running`. There is no read-then-write to race:
-// two workers given the same item (a retried job, a job given twice) cannot both match the row,
-// since the second UPDATE waits for the first's row lock and then re-checks the condition. A retry
-// that finds the item held under a live lease skips it; a lapsed lease (its holder died) is taken
-// over. Every later write of the item (renew, settle, release) is conditional on the token, so a
-// worker whose claim was taken over can no longer change the item.
+// Optimistic claim: a child takes its items with one conditional UPDATE that sets its claim token
+// and the attempt number, only where the item is `pending`, or `running` under a claim whose lease
+// lapsed with attempts left, and its task is `running`. There is no read-then-write to race: two
+// workers given the same item (a retried job, a job given twice) cannot both match the row, since
+// the second UPDATE waits for the first's row lock and then re-checks the condition. A retry that
+// finds the item held under a live lease skips it; a lapsed lease (its holder died) is taken over.
+// Every later write of the item (settle, release) is conditional on the token, so a worker whose
+// claim was taken over can no longer change the item.
+//
+// Pending items are found through their rows in `fanout_ready` (one per pending item, deleted by
+// the claim that takes it), and the lease is kept once per claim in `fanout_claim` (renewed there,
+// and read there by the maintenance loop), so neither the claim nor the settle changes an indexed
+// column of the item table: both update the item row in place (HOT), with no index writes.
+//
+// Lock order, the same in every statement that takes these locks: ready rows, then item rows, then
+// claim rows; the maintenance loop's recovery takes a claim row first and then only items of that
+// claim, which nothing else locks after a claim row (a settle never touches claim rows).
 //
 // Relaxed commits: claims and lease renewals run with `synchronous_commit` off for their own
 // transaction (the `relaxed` CTE), so they do not wait for the WAL to reach the disk. Losing one
@@ -46,26 +55,47 @@ const toClaimed = (r: ClaimRow): ClaimedItem => ({
   dueAt: r.due_at ? r.due_at.getTime() : null,
 });
 
-/** Claims the claimable ones of `ids` (valid uuids) for `token` until `leaseMs` from now. */
-export async function claimItems(db: PrismaQueryable, ids: readonly string[], token: string, leaseMs: number): Promise<ClaimedItem[]> {
-  // One statement, committed without waiting for the disk (see the note on relaxed commits).
+/**
+ * Claims the claimable ones of `ids` (valid uuids) for `token` until `leaseMs` from now, in `tx`:
+ * pending ones (their ready rows taken first, in key order, so concurrent claims of the same items
+ * queue instead of deadlocking) and running ones whose claim lapsed, with attempts left.
+ */
+export async function claimItems(tx: PrismaQueryable, ids: readonly string[], token: string, leaseMs: number): Promise<ClaimedItem[]> {
+  await tx.$queryRaw`
+    SELECT 1 AS locked FROM fanout_ready r JOIN fanout_item i ON r.task_id = i.task_id AND r.seq = i.seq AND r.item_id = i.id
+    WHERE i.id = ANY(${ids}::uuid[])
+    ORDER BY r.task_id, r.seq, r.item_id
+    FOR UPDATE OF r`;
   // Items are found by primary key only, and their task is checked per row by a subquery: a
   // join on task_id could lead the planner to walk every item of a large task.
-  const rows = await db.$queryRaw<ClaimRow[]>`
+  const rows = await tx.$queryRaw<ClaimRow[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    lapsed AS (
+      SELECT i.id FROM fanout_item i JOIN fanout_claim c ON c.token = i.claim_token
+      WHERE i.id = ANY(${ids}::uuid[]) AND i.status = 'running' AND c.lease_until < clock_timestamp()
+    ),
     claimed AS (
       UPDATE fanout_item i SET
-        status = 'running', claim_token = ${token}::uuid,
-        lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond',
-        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp())
+        status = 'running', claim_token = ${token}::uuid, attempts = i.attempts + 1,
+        started_at = COALESCE(i.started_at, clock_timestamp()), retry_at = NULL
       FROM relaxed
       WHERE i.id = ANY(${ids}::uuid[])
         AND (SELECT t.status = 'running'
-                    AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < clock_timestamp() AND i.attempts < t.max_attempts))
+                    AND (i.status = 'pending' OR (i.status = 'running' AND i.id IN (SELECT id FROM lapsed) AND i.attempts < t.max_attempts))
              FROM fanout_task t WHERE t.id = i.task_id)
-      RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round
+      RETURNING i.id, i.task_id, i.seq, i.key, i.snapshot, i.attempts, i.round
+    ),
+    taken AS (
+      DELETE FROM fanout_ready r USING claimed c WHERE r.task_id = c.task_id AND r.seq = c.seq AND r.item_id = c.id
+    ),
+    rows AS (SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at FROM claimed c JOIN fanout_task t ON t.id = c.task_id),
+    lease AS (
+      INSERT INTO fanout_claim (token, kind, tenant, item_ids, lease_until)
+      SELECT ${token}::uuid, kind, COALESCE(tenant, ''), array_agg(id), clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+      FROM rows GROUP BY kind, COALESCE(tenant, '')
+      ON CONFLICT (token, kind, tenant) DO UPDATE SET item_ids = fanout_claim.item_ids || EXCLUDED.item_ids, lease_until = EXCLUDED.lease_until
     )
-    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at FROM claimed c JOIN fanout_task t ON t.id = c.task_id`;
+    SELECT * FROM rows`;
   return rows.map(toClaimed);
 }
 
@@ -77,8 +107,8 @@ const NO_TASK = '00000000-0000-0000-0000-000000000000';
  * tasks in the order they are served (priority, then id), the first one after `after` that has an
  * item to run now, and up to `limit` of its next pending items, locked with SKIP LOCKED so
  * concurrent claims take different items instead of waiting for each other. Every lookup goes
- * through a partial index (running tasks, pending items), so its cost does not grow with the
- * items a task has already run. `limit` 0 claims nothing.
+ * through an index of what is left to do (running tasks, ready items), so its cost does not grow
+ * with the items a task has already run. `limit` 0 claims nothing.
  */
 /** Tasks one claim takes items from at most (the next ones in turn, while there is room). */
 const TASKS_PER_CLAIM = 8;
@@ -97,13 +127,12 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
     turns AS (
       SELECT e.id, row_number() OVER (ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id) AS turn
       FROM eligible e
-      -- Whether the task has an item to run now, read in listing order through the index of
-      -- pending items. Written as EXISTS, the planner may guess that scanning the table finds one
-      -- sooner; the pending items of a new task are at the table's end, and a claim walked every
-      -- row of the table for each task of the tenant (50-90 ms per claim with 500 small tasks).
+      -- Whether the task has an item to run now, read in listing order through the ready rows'
+      -- key. (Written as EXISTS, the planner may guess that scanning the table finds one sooner:
+      -- a claim then walked the whole table for each task of the tenant.)
       CROSS JOIN LATERAL (
-        SELECT 1 FROM fanout_item p
-        WHERE p.task_id = e.id AND p.status = 'pending' AND (p.retry_at IS NULL OR p.retry_at <= clock_timestamp())
+        SELECT 1 FROM fanout_ready p
+        WHERE p.task_id = e.id AND (p.due_at IS NULL OR p.due_at <= clock_timestamp())
         ORDER BY p.seq LIMIT 1
       ) due
       ORDER BY turn
@@ -112,32 +141,39 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
     -- Items of the first task, then of the next while there is room (small tasks share a claim).
     -- The nested loop takes the tasks in turn and stops once the limit is reached.
     picked AS (
-      SELECT p.id, p.retry_at, t.turn FROM turns t
+      SELECT p.rid, p.item_id, p.due_at, t.turn FROM turns t
       CROSS JOIN LATERAL (
-        SELECT i.id, i.retry_at FROM fanout_item i
-        WHERE i.task_id = t.id AND i.status = 'pending' AND (i.retry_at IS NULL OR i.retry_at <= clock_timestamp())
-        ORDER BY i.seq
+        SELECT r.ctid AS rid, r.item_id, r.due_at FROM fanout_ready r
+        WHERE r.task_id = t.id AND (r.due_at IS NULL OR r.due_at <= clock_timestamp())
+        ORDER BY r.seq
         LIMIT ${limit}::int
-        FOR UPDATE OF i SKIP LOCKED
+        FOR UPDATE OF r SKIP LOCKED
       ) p
       LIMIT ${limit}::int
     ),
+    -- The ready rows taken go, whatever their item says (a row whose item is not pending is stale).
+    taken AS (DELETE FROM fanout_ready r WHERE r.ctid = ANY(ARRAY(SELECT rid FROM picked))),
     claimed AS (
       UPDATE fanout_item i SET
-        status = 'running', claim_token = ${query.token}::uuid,
-        lease_until = clock_timestamp() + ${query.leaseMs}::int * interval '1 millisecond',
-        attempts = i.attempts + 1, started_at = COALESCE(i.started_at, clock_timestamp()), retry_at = NULL
+        status = 'running', claim_token = ${query.token}::uuid, attempts = i.attempts + 1,
+        started_at = COALESCE(i.started_at, clock_timestamp()), retry_at = NULL
       FROM picked, relaxed
-      WHERE i.id = picked.id
+      WHERE i.id = picked.item_id AND i.status = 'pending'
       RETURNING i.id, i.task_id, i.key, i.snapshot, i.attempts, i.round, i.seq
+    ),
+    lease AS (
+      INSERT INTO fanout_claim (token, kind, tenant, item_ids, lease_until)
+      SELECT ${query.token}::uuid, ${query.kind}, ${group}, array_agg(id), clock_timestamp() + ${query.leaseMs}::int * interval '1 millisecond'
+      FROM claimed HAVING count(*) > 0
+      ON CONFLICT (token, kind, tenant) DO UPDATE SET item_ids = fanout_claim.item_ids || EXCLUDED.item_ids, lease_until = EXCLUDED.lease_until
     )
     SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
            -- When the item became due: its retry delay's end, or the start of its task's dispatch.
-           COALESCE(p.retry_at, t.started_at) AS due_at, p.turn,
+           COALESCE(p.due_at, t.started_at) AS due_at, p.turn,
            (SELECT id FROM turns ORDER BY turn LIMIT 1) AS first_task
     FROM (SELECT 1) one
     LEFT JOIN claimed c ON true
-    LEFT JOIN picked p ON p.id = c.id
+    LEFT JOIN picked p ON p.item_id = c.id
     LEFT JOIN fanout_task t ON t.id = c.task_id`;
   // In turn, then in listing order.
   const served = rows.filter((r) => r.id !== null).sort((x, y) => Number(x.turn) - Number(y.turn) || Number(x.seq) - Number(y.seq));
@@ -148,26 +184,46 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
 }
 
 /**
- * Running items of a kind and tenant (for its in-flight quota), read through the index of running
- * claims: there are never more of those than the handlers of every process together.
+ * Running items of a kind and tenant (for its in-flight quota), read through the tenant's claims:
+ * there are never more of those than the handlers of every process together hold.
  */
 export async function runningOfTenant(db: PrismaQueryable, kind: string, tenant: string | null): Promise<number> {
   const [row] = await db.$queryRaw<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
-    WHERE i.status = 'running' AND i.lease_until IS NOT NULL AND t.kind = ${kind} AND COALESCE(t.tenant, '') = ${tenant ?? ''}`;
+    SELECT count(*)::int AS n
+    FROM fanout_claim c CROSS JOIN LATERAL unnest(c.item_ids) x(id) JOIN fanout_item i ON i.id = x.id
+    WHERE c.kind = ${kind} AND c.tenant = ${tenant ?? ''} AND i.claim_token = c.token AND i.status = 'running'`;
   return row!.n;
 }
 
-/** Extends the leases of items still held under their tokens (relaxed commit); returns their ids. */
+/**
+ * Extends the leases of the claims `held` is under (relaxed commit); returns the ids of the items
+ * still held under their token.
+ */
 export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    renewed AS (
+      UPDATE fanout_claim c SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+      FROM relaxed WHERE c.token = ANY(${[...new Set(held.map((h) => h.token))]}::uuid[])
+      RETURNING c.token
+    ),
     h AS (SELECT ${held.map((h) => h.itemId)}::uuid[] AS ids, ${held.map((h) => h.token)}::uuid[] AS tokens)
-    UPDATE fanout_item i SET lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
-    FROM h, relaxed
+    SELECT i.id FROM fanout_item i, h
     WHERE i.id = ANY(h.ids) AND i.claim_token = h.tokens[array_position(h.ids, i.id)] AND i.status = 'running'
-    RETURNING i.id`;
+      AND i.claim_token IN (SELECT token FROM renewed)`;
   return rows.map((r) => r.id);
+}
+
+/**
+ * Forgets the claims of `tokens` that hold no running item any more (their outcomes are stored or
+ * released). One that still does is kept, so its lease lapses and the maintenance loop recovers it.
+ */
+export async function endClaims(db: PrismaQueryable, tokens: readonly string[]): Promise<void> {
+  await db.$queryRaw`
+    DELETE FROM fanout_claim c
+    WHERE c.token = ANY(${tokens}::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM unnest(c.item_ids) x(id) JOIN fanout_item i ON i.id = x.id WHERE i.claim_token = c.token AND i.status = 'running')
+    RETURNING 1 AS gone`;
 }
 
 /**
@@ -188,7 +244,7 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
              ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays,
              ${releases.map((r) => r.refund === true)}::boolean[] AS refunds
     ), released AS (
-      UPDATE fanout_item i SET status = 'pending', claim_token = NULL, lease_until = NULL,
+      UPDATE fanout_item i SET status = 'pending', claim_token = NULL,
         -- A refunded attempt (the process shut down mid-item) does not count, and keeps the last error.
         attempts = i.attempts - CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN 1 ELSE 0 END,
         error = CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN i.error ELSE v.errors[array_position(v.ids, i.id)]::jsonb END,
@@ -196,9 +252,12 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
       FROM v
       WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
         AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
-      RETURNING i.id, i.task_id, v.delays[array_position(v.ids, i.id)] AS delay_ms
+      RETURNING i.id, i.task_id, i.seq, i.retry_at, v.delays[array_position(v.ids, i.id)] AS delay_ms
+    ), ready AS (
+      INSERT INTO fanout_ready (task_id, seq, item_id, due_at) SELECT task_id, seq, id, retry_at FROM released
+      ON CONFLICT DO NOTHING
     )
-    SELECT r.*, t.kind, t.tenant FROM released r JOIN fanout_task t ON t.id = r.task_id`;
+    SELECT r.id, r.task_id, r.delay_ms, t.kind, t.tenant FROM released r JOIN fanout_task t ON t.id = r.task_id`;
   if (rows.length > 0) {
     // One entry per task and delay: the runtime gives the task's tenant a job for when it is due.
     const work = new Map<string, { taskId: string; kind: string; tenant: string | null; delayMs: number }>();

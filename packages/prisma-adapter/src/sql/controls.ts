@@ -21,6 +21,9 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
     return { changed: false, cancelledItems: 0, task: toSettled(current, true) };
   }
   const changed = current.status !== 'stopping';
+  // Its ready rows go first (a claim holding some is waited for: what it took runs, and is stopped
+  // on its worker), then its pending items are cancelled: the same lock order as a claim's.
+  await tx.$queryRaw`DELETE FROM fanout_ready WHERE task_id = ${taskId}::uuid RETURNING 1 AS gone`;
   // A queued task has no items and no manager yet: its (empty) dispatch is over.
   const [row] = await tx.$queryRaw<(TaskRow & { cancelled_items: number })[]>`
     WITH c AS (
@@ -76,16 +79,21 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
   const items = await tx.$queryRaw<{ id: string; was: string }[]>`
-    UPDATE fanout_item i SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
-      claim_token = NULL, lease_until = NULL, finished_at = NULL, retry_at = NULL
-    FROM (SELECT id, status AS was FROM fanout_item
-          WHERE task_id = ${taskId}::uuid
-            AND ((status = 'failed' AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE))
-                 OR (${withStopped}::boolean AND status = 'cancelled'))
-            AND (${only}::uuid[] IS NULL OR id = ANY(${only}::uuid[]))
-          FOR UPDATE) r
-    WHERE i.id = r.id
-    RETURNING i.id, r.was`;
+    WITH back AS (
+      UPDATE fanout_item i SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
+        claim_token = NULL, finished_at = NULL, retry_at = NULL
+      FROM (SELECT id, status AS was FROM fanout_item
+            WHERE task_id = ${taskId}::uuid
+              AND ((status = 'failed' AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE))
+                   OR (${withStopped}::boolean AND status = 'cancelled'))
+              AND (${only}::uuid[] IS NULL OR id = ANY(${only}::uuid[]))
+            FOR UPDATE) r
+      WHERE i.id = r.id
+      RETURNING i.id, i.seq, r.was
+    ), ready AS (
+      INSERT INTO fanout_ready (task_id, seq, item_id) SELECT ${taskId}::uuid, seq, id FROM back ON CONFLICT DO NOTHING
+    )
+    SELECT id, was FROM back`;
   if (items.length === 0) {
     const what = only
       ? only.length === 1
@@ -123,10 +131,15 @@ export async function archiveTask(db: PrismaQueryable, taskId: string): Promise<
   return unfinishedOrMissing(db, taskId, 'archived');
 }
 
-/** Deletes a finished task; its items and logs go with it (foreign keys, ON DELETE CASCADE). */
+/**
+ * Deletes a finished task; its items and logs go with it (foreign keys, ON DELETE CASCADE), and so
+ * would ready rows, had any been left (a finished task has none).
+ */
 export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<void> {
   const rows = await db.$queryRaw<{ id: string }[]>`
-    DELETE FROM fanout_task WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled') RETURNING id`;
+    WITH gone AS (DELETE FROM fanout_task WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled') RETURNING id),
+    ready AS (DELETE FROM fanout_ready WHERE task_id IN (SELECT id FROM gone))
+    SELECT id FROM gone`;
   if (rows.length === 0) await unfinishedOrMissing(db, taskId, 'deleted');
 }
 

@@ -124,17 +124,23 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
  * is skipped.
  */
 async function insertItemRows(tx: PrismaQueryable, taskId: string, items: readonly NewItem[]): Promise<{ status: string }[]> {
+  // The pending ones are ready to be claimed: each gets its row in fanout_ready, in the same statement.
   return tx.$queryRaw<{ status: string }[]>`
-    INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
-    SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
-           CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
-           CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
-    FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
-                ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
-         WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
-    ORDER BY x.ord
-    ON CONFLICT (task_id, key) DO NOTHING
-    RETURNING status`;
+    WITH inserted AS (
+      INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+      SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
+             CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+             CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+      FROM unnest(${items.map((i) => i.key)}::text[], ${items.map((i) => i.seq)}::int[],
+                  ${items.map((i) => json(i.snapshot ?? null))}::text[], ${items.map((i) => json(i.error))}::text[])
+           WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+      ORDER BY x.ord
+      ON CONFLICT (task_id, key) DO NOTHING
+      RETURNING id, seq, status
+    ), ready AS (
+      INSERT INTO fanout_ready (task_id, seq, item_id) SELECT ${taskId}::uuid, seq, id FROM inserted WHERE status = 'pending'
+    )
+    SELECT status FROM inserted`;
 }
 
 /**

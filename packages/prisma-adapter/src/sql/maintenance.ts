@@ -1,7 +1,7 @@
 // Maintenance: the statements behind the maintenance loop's steps (recover lapsed claims, find
 // overdue tasks, reconcile idle tasks). Any number of processes run the loop at once, so each step
-// is safe to run concurrently: lapsed items are taken FOR UPDATE SKIP LOCKED (two passes split
-// them instead of both handling one) and then only changed through conditional statements; a
+// is safe to run concurrently: lapsed claims are taken FOR UPDATE SKIP LOCKED (two passes split
+// them instead of both handling one) and their items then only changed under their lock; a
 // reconcile holds the task row FOR UPDATE while it recomputes the counters from the item rows (the
 // truth); the candidate queries only read.
 import type { EnqueueWork, Outcome, ReconcileResult, RecoverResult } from '@fanout/core';
@@ -11,69 +11,100 @@ import { isTerminalStatus, toSettled, type TaskRow } from '../rows.ts';
 import { lockTask } from './reads.ts';
 import { settleAndIncrement } from './settle.ts';
 
+/** Lapsed claims one recovery takes at most, whatever their size. */
+const CLAIMS_PER_RECOVERY = 200;
+
 /**
- * Up to `limit` items whose lease lapsed (their holder died), in `tx`: back to pending (their
- * tasks' work enqueued) while they have attempts left and their task runs, else settled as failed (out of attempts) or
- * cancelled (their task is stopping), through the same atomic increment as a child's settle.
+ * The items of claims whose lease lapsed (their holder died), up to about `limit`, in `tx`: back to
+ * pending (their tasks' work enqueued) while they have attempts left and their task runs, else
+ * settled as failed (out of attempts) or cancelled (their task is stopping), through the same
+ * atomic increment as a child's settle; then the claims are gone. The lapsed claims are found in
+ * the table of claims in flight: a task's items are only read by id, those of the claims taken.
  */
 export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enqueue: EnqueueWork): Promise<RecoverResult> {
-  // Found through the index of running claims by lease (a task's other items are never read).
+  // The oldest lapsed claims, as many as hold about `limit` items; locked SKIP LOCKED, so two
+  // passes take different ones, and a worker renewing one (it is alive after all) keeps it.
+  const claims = await tx.$queryRaw<{ rid: string }[]>`
+    SELECT c.ctid::text AS rid FROM fanout_claim c
+    WHERE c.ctid = ANY(ARRAY(
+      SELECT ctid FROM (
+        SELECT ctid, sum(cardinality(item_ids)) OVER (ORDER BY lease_until, token) - cardinality(item_ids) AS before
+        FROM fanout_claim WHERE lease_until < clock_timestamp()
+        ORDER BY lease_until, token
+        LIMIT ${CLAIMS_PER_RECOVERY}::int
+      ) l WHERE l.before < ${limit}::int))
+      AND c.lease_until < clock_timestamp()
+    FOR UPDATE SKIP LOCKED`;
+  if (claims.length === 0) return { requeued: 0, failed: { settled: [], tasks: [] } };
+  const rids = claims.map((c) => c.rid);
+  // Their items still running under them (an item settled, released or taken over since is not).
   const lapsed = await tx.$queryRaw<
-    { id: string; task_id: string; kind: string; tenant: string | null; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
+    { id: string; task_id: string; seq: number; kind: string; tenant: string | null; claim_token: string; attempts: number; max_attempts: number; task_status: string }[]
   >`
-    SELECT i.id, i.task_id, t.kind, t.tenant, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
-    FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id
-    WHERE i.status = 'running' AND i.lease_until < clock_timestamp() AND t.status IN ('running', 'stopping')
-    LIMIT ${limit}::int
-    FOR UPDATE OF i SKIP LOCKED`;
-  if (lapsed.length === 0) return { requeued: 0, failed: { settled: [], tasks: [] } };
-  // Re-read the tasks' status under a share lock, for the same reason as in releaseClaims.
-  const running = new Set(
-    (
-      await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM fanout_task WHERE id = ANY(${[...new Set(lapsed.map((r) => r.task_id))]}::uuid[]) AND status = 'running'
-        ORDER BY id FOR KEY SHARE`
-    ).map((r) => r.id),
-  );
-  for (const r of lapsed) r.task_status = running.has(r.task_id) ? 'running' : 'stopped';
-  const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
-  const settle: Outcome[] = lapsed
-    .filter((r) => !requeue.includes(r))
-    .map((r) =>
-      r.task_status === 'running'
-        ? {
-            itemId: r.id,
-            token: r.claim_token,
-            status: 'failed' as const,
-            error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts, retryable: true },
-          }
-        : { itemId: r.id, token: r.claim_token, status: 'cancelled' as const },
+    SELECT i.id, i.task_id, i.seq, t.kind, t.tenant, i.claim_token, i.attempts, t.max_attempts, t.status AS task_status
+    FROM fanout_claim c CROSS JOIN LATERAL unnest(c.item_ids) x(id)
+    JOIN fanout_item i ON i.id = x.id JOIN fanout_task t ON t.id = i.task_id
+    WHERE c.ctid = ANY(${rids}::tid[]) AND i.claim_token = c.token AND i.status = 'running' AND t.status IN ('running', 'stopping')
+    ORDER BY i.id
+    FOR UPDATE OF i`;
+  let requeued = 0;
+  let failed: RecoverResult['failed'] = { settled: [], tasks: [] };
+  if (lapsed.length > 0) {
+    // Re-read the tasks' status under a share lock, for the same reason as in releaseClaims.
+    const running = new Set(
+      (
+        await tx.$queryRaw<{ id: string }[]>`
+          SELECT id FROM fanout_task WHERE id = ANY(${[...new Set(lapsed.map((r) => r.task_id))]}::uuid[]) AND status = 'running'
+          ORDER BY id FOR KEY SHARE`
+      ).map((r) => r.id),
     );
-  if (requeue.length > 0) {
-    await tx.$queryRaw`
-      UPDATE fanout_item SET status = 'pending', claim_token = NULL, lease_until = NULL,
-        error = jsonb_build_object('code', 'lease_lapsed', 'message', 'the worker holding this item stopped renewing its claim', 'attempt', attempts)
-      WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])`;
-    const tasks = new Map(requeue.map((r) => [r.task_id, { taskId: r.task_id, kind: r.kind, tenant: r.tenant }]));
-    await enqueue(executor(tx), [...tasks.values()]);
+    for (const r of lapsed) r.task_status = running.has(r.task_id) ? 'running' : 'stopped';
+    const requeue = lapsed.filter((r) => r.task_status === 'running' && r.attempts < r.max_attempts);
+    const settle: Outcome[] = lapsed
+      .filter((r) => !requeue.includes(r))
+      .map((r) =>
+        r.task_status === 'running'
+          ? {
+              itemId: r.id,
+              token: r.claim_token,
+              status: 'failed' as const,
+              error: { code: 'lease_lapsed', message: `the worker of attempt ${r.attempts} (the last) stopped renewing its claim`, attempt: r.attempts, retryable: true },
+            }
+          : { itemId: r.id, token: r.claim_token, status: 'cancelled' as const },
+      );
+    if (requeue.length > 0) {
+      await tx.$queryRaw`
+        WITH back AS (
+          UPDATE fanout_item SET status = 'pending', claim_token = NULL,
+            error = jsonb_build_object('code', 'lease_lapsed', 'message', 'the worker holding this item stopped renewing its claim', 'attempt', attempts)
+          WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])
+          RETURNING id, task_id, seq
+        )
+        INSERT INTO fanout_ready (task_id, seq, item_id) SELECT task_id, seq, id FROM back ON CONFLICT DO NOTHING
+        RETURNING item_id`;
+      const tasks = new Map(requeue.map((r) => [r.task_id, { taskId: r.task_id, kind: r.kind, tenant: r.tenant }]));
+      await enqueue(executor(tx), [...tasks.values()]);
+      requeued = requeue.length;
+    }
+    if (settle.length > 0) failed = await settleAndIncrement(tx, settle);
   }
-  const failed = settle.length > 0 ? await settleAndIncrement(tx, settle) : { settled: [], tasks: [] };
-  return { requeued: requeue.length, failed };
+  await tx.$queryRaw`DELETE FROM fanout_claim WHERE ctid = ANY(${rids}::tid[]) RETURNING 1 AS gone`;
+  return { requeued, failed };
 }
 
 /** Whether any claim has lapsed (read through the same index as `recoverLapsedItems`, without locking). */
 export async function anyLapsedItem(db: PrismaQueryable): Promise<boolean> {
   const [row] = await db.$queryRaw<{ any: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM fanout_item WHERE status = 'running' AND lease_until < clock_timestamp()) AS any`;
+    SELECT EXISTS (SELECT 1 FROM fanout_claim WHERE lease_until < clock_timestamp()) AS any`;
   return row?.any ?? false;
 }
 
-/** See `FanoutStore.pendingWork`: read through the index of pending items. */
+/** See `FanoutStore.pendingWork`: read through the task's ready rows. */
 export async function pendingWork(db: PrismaQueryable, taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }> {
   const [row] = await db.$queryRaw<{ now: boolean; next: Date | null }[]>`
-    SELECT (SELECT true FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND (retry_at IS NULL OR retry_at <= clock_timestamp())
+    SELECT (SELECT true FROM fanout_ready WHERE task_id = ${taskId}::uuid AND (due_at IS NULL OR due_at <= clock_timestamp())
             ORDER BY seq LIMIT 1) IS NOT NULL AS now,
-           (SELECT min(retry_at) FROM fanout_item WHERE task_id = ${taskId}::uuid AND status = 'pending' AND retry_at > clock_timestamp()) AS next`;
+           (SELECT min(due_at) FROM fanout_ready WHERE task_id = ${taskId}::uuid AND due_at > clock_timestamp()) AS next`;
   return { now: row!.now, nextRetryAt: row!.next };
 }
 

@@ -31,6 +31,11 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
       RETURNING 1)
     SELECT count(*)::int AS n FROM gone`;
   const purged = logs!.n < limit && items!.n < limit;
-  if (purged) await tx.$queryRaw`UPDATE fanout_task SET purged_at = now() WHERE id = ${task.id}::uuid RETURNING id`;
+  // (A finished task has no ready rows; one left behind would go with the last batch.)
+  if (purged) {
+    await tx.$queryRaw`
+      WITH ready AS (DELETE FROM fanout_ready WHERE task_id = ${task.id}::uuid)
+      UPDATE fanout_task SET purged_at = now() WHERE id = ${task.id}::uuid RETURNING id`;
+  }
   return { taskId: task.id, deleted: logs!.n + items!.n, purged };
 }

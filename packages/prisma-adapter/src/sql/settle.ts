@@ -26,7 +26,7 @@ export async function settleAndIncrement(db: PrismaQueryable, outcomes: readonly
     ), settled AS (
       UPDATE fanout_item i SET status = v.statuses[array_position(v.ids, i.id)], result = v.results[array_position(v.ids, i.id)]::jsonb,
         error = COALESCE(v.errors[array_position(v.ids, i.id)]::jsonb, i.error),
-        finished_at = clock_timestamp(), claim_token = NULL, lease_until = NULL
+        finished_at = clock_timestamp(), claim_token = NULL
       FROM v WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
       RETURNING i.id, i.task_id, i.status
     ), c AS (

@@ -320,7 +320,9 @@ export class ChildRunner {
       })
       .finally(() => {
         tel.end(recordFailure);
-        this.#leases.untrack(item.itemId, token);
+        // A claim whose outcomes could not all be stored is not ended: its lease lapses, and the
+        // maintenance loop gives what it still holds again.
+        this.#leases.untrack(item.itemId, token, recordFailure === undefined);
         ctx.itemLogs.attemptDone(item.itemId, item.attempt);
         this.#recording.delete(recording);
       });

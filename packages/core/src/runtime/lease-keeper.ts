@@ -23,6 +23,8 @@ export class LeaseKeeper {
   readonly #held = new Map<string, Held>();
   /** Items held per claim token. */
   readonly #perToken = new Map<string, number>();
+  /** Tokens one of whose items' outcome could not be stored: never ended, left to lapse. */
+  readonly #dirty = new Set<string>();
   /** Tokens this process holds nothing under any more, for the store to forget. */
   #ended: string[] = [];
   #timer: NodeJS.Timeout | null = null;
@@ -38,17 +40,22 @@ export class LeaseKeeper {
 
   track(itemId: string, token: string, taskId: string, abort: (why: AbortWhy) => void): void {
     const before = this.#held.get(itemId);
-    if (before) this.#release(before.token);
+    // (Held again under a newer claim: what the older one held of it is not known to be stored.)
+    if (before) this.#release(before.token, false);
     this.#held.set(itemId, { token, taskId, abort });
     this.#perToken.set(token, (this.#perToken.get(token) ?? 0) + 1);
     this.#ensureTimer();
   }
 
-  /** Stops renewing the item's lease, if it is still held under this token (not a newer claim). */
-  untrack(itemId: string, token: string): void {
+  /**
+   * Stops renewing the item's lease, if it is still held under this token (not a newer claim).
+   * `stored`: the item's outcome or release was stored, or it is no longer held under the token
+   * (lost to another claim); false when storing it failed, so the claim must not be ended.
+   */
+  untrack(itemId: string, token: string, stored: boolean): void {
     if (this.#held.get(itemId)?.token === token) {
       this.#held.delete(itemId);
-      this.#release(token);
+      this.#release(token, stored);
     }
     if (this.#held.size === 0 && this.#ended.length === 0 && this.#timer) {
       clearInterval(this.#timer);
@@ -70,13 +77,15 @@ export class LeaseKeeper {
     await this.#store.endClaims(tokens);
   }
 
-  #release(token: string): void {
+  #release(token: string, stored: boolean): void {
+    if (!stored) this.#dirty.add(token);
     const left = (this.#perToken.get(token) ?? 1) - 1;
     if (left > 0) {
       this.#perToken.set(token, left);
       return;
     }
     this.#perToken.delete(token);
+    if (this.#dirty.delete(token)) return;
     this.#ended.push(token);
     this.#ensureTimer();
   }

@@ -500,11 +500,12 @@ export interface FanoutStore {
   /** Extends the lease of items still held under their tokens. Returns the ids still held. */
   renewLeases(held: ReadonlyArray<{ itemId: string; token: string }>, leaseMs: number): Promise<string[]>;
   /**
-   * The worker holds nothing more under these claim tokens: every item it claimed with them has
-   * its outcome stored, was released, or was lost to another claim. A store that keeps a lease
-   * per claim rather than per item forgets those claims here, so the maintenance loop never reads
-   * them; it must keep a claim that still holds a running item (its lease then lapses and the
-   * item is recovered). Optional: without it, claims are only forgotten once their lease lapsed.
+   * The worker is done with these claim tokens: every item it claimed with them has its outcome
+   * stored, was released, or is no longer held under the token (another claim took it over). A
+   * store that keeps a lease per claim rather than per item forgets those claims here, so the
+   * maintenance loop never reads them. (A claim one of whose outcomes could not be stored is never
+   * ended: its lease lapses, and the items it still holds are recovered.) Optional: without it, a
+   * claim is forgotten once its lease lapsed.
    */
   endClaims?(tokens: readonly string[]): Promise<void>;
   /** Records outcomes and moves counters in one transaction; finishes tasks that are done. */

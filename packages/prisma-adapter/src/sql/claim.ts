@@ -214,16 +214,9 @@ export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ ite
   return rows.map((r) => r.id);
 }
 
-/**
- * Forgets the claims of `tokens` that hold no running item any more (their outcomes are stored or
- * released). One that still does is kept, so its lease lapses and the maintenance loop recovers it.
- */
+/** Forgets the claims of `tokens`, which their worker is done with (see `FanoutStore.endClaims`). */
 export async function endClaims(db: PrismaQueryable, tokens: readonly string[]): Promise<void> {
-  await db.$queryRaw`
-    DELETE FROM fanout_claim c
-    WHERE c.token = ANY(${tokens}::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM unnest(c.item_ids) x(id) JOIN fanout_item i ON i.id = x.id WHERE i.claim_token = c.token AND i.status = 'running')
-    RETURNING 1 AS gone`;
+  await db.$queryRaw`DELETE FROM fanout_claim WHERE token = ANY(${tokens}::uuid[]) RETURNING 1 AS gone`;
 }
 
 /**

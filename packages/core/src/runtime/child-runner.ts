@@ -139,9 +139,10 @@ export class ChildRunner {
    * (so its fetch loop takes a job only when it can run its items) and the outcomes waiting to be
    * stored stay within one process's worth; the items keep their claims, with their leases
    * renewed, until their outcomes are stored, and if this process dies first the leases lapse
-   * and the maintenance loop gives the items again.
+   * and the maintenance loop gives the items again. Resolves false when the job had nothing to do
+   * (its tenant has nothing to run now, and no successor was queued).
    */
-  async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<void> {
+  async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<boolean> {
     const ctx = this.#ctx;
     const ticket = job.data;
     const room = await this.#held.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
@@ -181,7 +182,7 @@ export class ChildRunner {
     // window of a running task that has items left).
     for (const item of claimed) this.#runOne(definition, item, token, ctx.telemetry.item(item, { ...(item.trace ? { trace: item.trace } : {}), ...(typeof item.dueAt === 'number' ? { due: item.dueAt } : {}) }, claim!));
     if (successor) await this.#enqueueTickets(definition.name, [successor]);
-    if (claimed.length === 0) return;
+    if (claimed.length === 0) return successor !== null;
     // Take the next job only once half the items held ahead have started (at most a batch): the
     // other half keeps the handlers busy through the next job's round trips, and the claims are
     // as large as that allows (a job per freed slot would cost a fetch, a claim and a successor
@@ -189,6 +190,7 @@ export class ChildRunner {
     const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil((this.#held.limit - ctx.settings.concurrency) / 2)));
     await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
     while (this.#recording.size > ctx.settings.concurrency) await Promise.race(this.#recording);
+    return true;
   }
 
   /** Follows the handlers' mean duration and sizes the items held ahead of them by it. */

@@ -336,21 +336,30 @@ export class Fanout implements AsyncDisposable {
     }
     if (options.children ?? true) {
       const children = (this.#children = new ChildRunner(this.#ctx, this.#scheduling, (kind, jobs) => this.#enqueueTickets(null, kind, jobs)));
+      const boss = this.#boss;
       for (const definition of this.#definitions.values()) {
-        // One job at a time per loop: a job takes as many items as there is room for, and the
-        // loop fetches again once there is room (see ChildRunner.handleTicket).
-        await this.#boss.work<TicketData>(
-          definition.childQueue,
-          {
-            batchSize: 1,
-            localConcurrency: 2,
-            pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
-            notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
-            // A job found: fetch the next at once (the handler returned because there is room).
-            burstWhenBatchFull: true,
-          },
-          ([job]) => children.handleTicket(definition, job!),
-        );
+        // Two fetch loops, one job at a time each: a job takes as many items as there is room for,
+        // and the loop fetches again once there is room (see ChildRunner.handleTicket). A job that
+        // queues a successor wakes every loop (its insert notifies); one that had nothing to do
+        // (a window job left over from a tenant whose tasks are done) wakes its own loop, which
+        // would otherwise wait its poll interval before the next job: a few of those ahead of a
+        // busy tenant's jobs held its items back for seconds.
+        for (let loop = 0; loop < 2; loop++) {
+          let loopId: string | null = null;
+          loopId = await boss.work<TicketData>(
+            definition.childQueue,
+            {
+              batchSize: 1,
+              localConcurrency: 1,
+              pollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+              notifyPollingIntervalSeconds: this.#worker.pollingIntervalSeconds,
+            },
+            async ([job]) => {
+              // (`notifyWorker` came with pg-boss 12.x; an older one polls as before.)
+              if (!(await children.handleTicket(definition, job!)) && loopId !== null) (boss as { notifyWorker?: (id: string) => void }).notifyWorker?.(loopId);
+            },
+          );
+        }
         this.#workedQueues.push(definition.childQueue);
       }
     }

@@ -1,0 +1,187 @@
+// Part of `pnpm bench`: fair shares between tenants and tasks, on one PostgreSQL with two worker
+// processes (50 handlers each). Every figure is a ratio to a baseline measured in the same run:
+// - head_of_line: a 10-item task's latency (submit to completion, read from the task row) alone,
+//   and submitted 1 s after another tenant's 50,000-item task; that task's items/s alone and
+//   with the small tasks beside it (target: latency ratio <= 3, the large task keeps >= 0.9);
+// - many_small: 500 tasks of 20 items from 10 concurrent submitters against one task of 10,000
+//   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s);
+// - io_bound: one task of items that each wait 20 ms (an I/O-bound child), against the ideal of
+//   two processes with 50 handlers each, 5,000 items/s (target: >= 0.8 of it).
+// Prints one JSON line per scenario.
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
+import pg from 'pg';
+import { benchServer } from './server.ts';
+
+const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
+const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
+const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
+const IO_ITEMS = Number(process.env.BENCH_IO_ITEMS ?? 20_000);
+const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
+const SUBMITTERS = 10;
+// BENCH_SCENARIOS=io_bound (a comma list) runs only those scenarios, for working on one of them.
+const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null;
+const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
+
+const round = (x: number) => Math.round(x * 1000) / 1000;
+const print = (o: object) => console.log(JSON.stringify(o));
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+const server = await benchServer();
+try {
+  const url = await server.database('bench_fairness', [migrationsDir]);
+  if (process.env.NO_FK) { const c = new pg.Client({ connectionString: url }); await c.connect(); await c.query('ALTER TABLE fanout_item DROP CONSTRAINT fanout_item_task_id_fkey'); await c.end(); console.error('NO_FK'); }
+  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', ...(process.env.BENCH_MANAGERS ? { FANOUT_MANAGER_CONCURRENCY: process.env.BENCH_MANAGERS } : {}) })));
+  // Tasks of up to DISPATCH_AT_SUBMIT items are dispatched by submit() itself (0: by a manager job).
+  const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition({ dispatchAtSubmit: DISPATCH_AT_SUBMIT })], poolSize: 12 });
+  await api.fanout.start({ managers: false, children: false, maintenance: false });
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+
+  /** Waits for every task to complete; returns each one's latency and its run's seconds. */
+  async function finished(ids: string[]): Promise<Map<string, { latencyMs: number; runSeconds: number }>> {
+    for (;;) {
+      const { rows } = await db.query<{ id: string; status: string; latency_ms: number; run_s: number }>(
+        `SELECT id, status, extract(epoch FROM completed_at - created_at) * 1000 AS latency_ms,
+                extract(epoch FROM completed_at - started_at) AS run_s
+         FROM fanout_task WHERE id = ANY($1::uuid[])`,
+        [ids],
+      );
+      const failed = rows.find((r) => r.status === 'failed' || r.status === 'cancelled');
+      if (failed) throw new Error(`task ${failed.id} ended ${failed.status}`);
+      if (rows.length === ids.length && rows.every((r) => r.status === 'completed')) {
+        return new Map(rows.map((r) => [r.id, { latencyMs: Number(r.latency_ms), runSeconds: Number(r.run_s) }]));
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  const submit = (count: number, tenant: string, item: { sleepMs?: number } = {}) => api.fanout.submit('test_batch', { count, item }, { tenant }).then((t) => t.id);
+  /** Small tasks one after the other: their ids and latencies. */
+  async function smallTasks(): Promise<{ ids: string[]; latencies: number[] }> {
+    const ids: string[] = [];
+    const latencies: number[] = [];
+    for (let i = 0; i < SMALL_ROUNDS; i++) {
+      const id = await submit(10, 'small');
+      ids.push(id);
+      latencies.push((await finished([id])).get(id)!.latencyMs);
+    }
+    return { ids, latencies };
+  }
+  /**
+   * Where a small task's time went (medians, ms): to its first item's start, and from there to its
+   * last item's end. (Its completion time is the settle transaction's start, a few ms before its
+   * last item's `finished_at`: not a phase worth printing.)
+   */
+  async function smallPhases(ids: string[]) {
+    const { rows: [phases] } = await db.query<{ to_first: number; run: number }>(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.created_at)) * 1000 AS to_first,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.last - f.first)) * 1000 AS run
+       FROM fanout_task t, LATERAL (SELECT min(started_at) AS first, max(finished_at) AS last FROM fanout_item WHERE task_id = t.id) f
+       WHERE t.id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return { toFirstItem: Math.round(phases!.to_first), running: Math.round(phases!.run) };
+  }
+
+  try {
+    if (runs('head_of_line')) {
+      await smallTasks(); // warm-up
+      const aloneTasks = await smallTasks();
+      const alone = quantile(aloneTasks.latencies, 0.5);
+      const bigAloneId = await submit(BIG, 'big');
+      const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
+      const bigId = await submit(BIG, 'big');
+      await new Promise((r) => setTimeout(r, 1000));
+      const contendedTasks = await smallTasks();
+      const contended = contendedTasks.latencies;
+      const big = (await finished([bigId])).get(bigId)!;
+      const behind = quantile(contended, 0.5);
+      print({
+        scenario: 'head_of_line',
+        bigItems: BIG,
+        smallAloneMs: Math.round(alone),
+        smallBehindBigMs: Math.round(behind),
+        smallBehindBigMaxMs: Math.round(Math.max(...contended)),
+        latencyRatio: round(behind / alone),
+        bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
+        bigContendedPerSec: Math.round(BIG / big.runSeconds),
+        bigKept: round(bigAlone.runSeconds / big.runSeconds),
+        medianPhasesMs: { alone: await smallPhases(aloneTasks.ids), behindBig: await smallPhases(contendedTasks.ids) },
+      });
+    }
+
+    if (runs('many_small')) {
+      // The baseline is the median of three runs of the one task: a single run varies by a quarter
+      // on this machine, and the ratio would carry it.
+      const oneRates: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const oneId = await submit(10_000, 'one');
+        oneRates.push((10_000 / (await finished([oneId])).get(oneId)!.latencyMs) * 1000);
+      }
+      const onePerSec = quantile(oneRates, 0.5);
+      const started = performance.now();
+      const ids: string[] = [];
+      await Promise.all(
+        Array.from({ length: SUBMITTERS }, async (_, s) => {
+          for (let i = s; i < MANY; i += SUBMITTERS) ids.push(await submit(20, `team-${s}`));
+        }),
+      );
+      const many = await finished(ids);
+      const seconds = (performance.now() - started) / 1000;
+      const latencies = [...many.values()].map((m) => m.latencyMs);
+      // Where the time went, per task (medians): waiting for a manager, dispatching, running.
+      const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
+        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.dispatched_at - t.started_at)) * 1000 AS dispatch,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.first - t.started_at)) * 1000 AS to_first,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.completed_at - f.first)) * 1000 AS run
+         FROM fanout_task t, LATERAL (SELECT min(started_at) AS first FROM fanout_item WHERE task_id = t.id) f
+         WHERE t.id = ANY($1::uuid[])`,
+        [ids],
+      );
+      print({
+        scenario: 'many_small',
+        dispatchAtSubmit: DISPATCH_AT_SUBMIT,
+        tasks: MANY,
+        itemsPerTask: 20,
+        submitters: SUBMITTERS,
+        seconds: round(seconds),
+        tasksPerSec: round(MANY / seconds),
+        itemsPerSec: Math.round((MANY * 20) / seconds),
+        oneTaskItemsPerSec: Math.round(onePerSec),
+        oneTaskRuns: oneRates.map(Math.round),
+        ratioToOneTask: round((MANY * 20) / seconds / onePerSec),
+        p50Ms: Math.round(quantile(latencies, 0.5)),
+        p95Ms: Math.round(quantile(latencies, 0.95)),
+        medianPhasesMs: {
+          toManager: Math.round(phases!.to_manager),
+          dispatch: Math.round(phases!.dispatch),
+          toFirstItem: Math.round(phases!.to_first),
+          firstItemToEnd: Math.round(phases!.run),
+        },
+      });
+    }
+
+    if (IO_ITEMS > 0 && runs("io_bound")) {
+      if (process.env.RESET_BEFORE_IO) { { const c = new pg.Client({ connectionString: process.env.DATABASE_URL }); await c.connect(); await c.query("SELECT pg_stat_statements_reset()"); await c.end(); } console.error("RESET"); }
+      const ioId = await submit(IO_ITEMS, 'io', { sleepMs: 20 });
+      const io = (await finished([ioId])).get(ioId)!;
+      const ideal = (2 * 50) / 0.02;
+      print({
+        scenario: 'io_bound',
+        items: IO_ITEMS,
+        itemMs: 20,
+        handlers: 2 * 50,
+        idealPerSec: ideal,
+        perSec: Math.round(IO_ITEMS / (io.latencyMs / 1000)),
+        ratioToIdeal: round(IO_ITEMS / (io.latencyMs / 1000) / ideal),
+      });
+    }
+  } finally {
+    await db.end();
+    await api.close();
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+} finally {
+  await server.stop();
+}

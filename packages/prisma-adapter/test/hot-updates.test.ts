@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase, waitFor, type TestDatabase } from '@fanout/testdb';
+import { waitFor } from '@fanout/testdb';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrationsDir, prismaFanoutStore } from '../src/index.ts';
+import { describe, expect, it } from 'vitest';
+import { prismaFanoutStore } from '../src/index.ts';
+import { testDatabase } from './database.ts';
 import { PrismaClient } from './generated/client.ts';
 
 // An item row is inserted once, then updated by its claim and by its settle. No index of the item
@@ -11,23 +12,10 @@ import { PrismaClient } from './generated/client.ts';
 // index is written, which made the claim and the settle about twice as fast. What pending and
 // claimed items were once found by is kept in `fanout_ready` and `fanout_claim` instead.
 describe('the item table', () => {
-  let db: TestDatabase;
-  let pool: pg.Pool;
-  let prisma: PrismaClient;
-
-  beforeAll(async () => {
-    db = await createTestDatabase({ migrations: [migrationsDir] });
-    pool = new pg.Pool({ connectionString: db.url, max: 4 });
-    prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: false }) });
-  });
-  afterAll(async () => {
-    await prisma?.$disconnect();
-    await pool?.end();
-    await db?.drop();
-  });
+  const t = testDatabase();
 
   it('indexes only columns an item never changes after its insert', async () => {
-    const { rows } = await pool.query<{ name: string; columns: string[]; partial: boolean }>(`
+    const { rows } = await t.pool.query<{ name: string; columns: string[]; partial: boolean }>(`
       SELECT c.relname AS name, array_agg(a.attname::text ORDER BY a.attname) AS columns, i.indpred IS NOT NULL AS partial
       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
@@ -39,13 +27,13 @@ describe('the item table', () => {
       for (const column of index.columns) expect(['id', 'task_id', 'seq', 'key'], `${index.name} indexes ${column}`).toContain(column);
     }
     // No expression index either (its columns would not show in indkey).
-    const { rows: expressions } = await pool.query(`SELECT 1 FROM pg_index WHERE indrelid = 'fanout_item'::regclass AND indexprs IS NOT NULL`);
+    const { rows: expressions } = await t.pool.query(`SELECT 1 FROM pg_index WHERE indrelid = 'fanout_item'::regclass AND indexprs IS NOT NULL`);
     expect(expressions).toEqual([]);
   });
 
   it('is updated in place by claims, releases and settles (HOT), through the store', async () => {
     // A pool of its own: a backend's table statistics reach pg_stat_user_tables when it exits.
-    const own = new pg.Pool({ connectionString: db.url, max: 2 });
+    const own = new pg.Pool({ connectionString: t.db.url, max: 2 });
     const store = prismaFanoutStore(new PrismaClient({ adapter: new PrismaPg(own, { disposeExternalPool: false }) }), { pool: own });
     const before = await updates();
     const task = await store.createTask({ kind: 'hot', input: {}, maxAttempts: 3 }, async () => {});
@@ -73,7 +61,7 @@ describe('the item table', () => {
   });
 
   async function updates(): Promise<{ updated: number; hot: number }> {
-    const { rows } = await pool.query<{ updated: string; hot: string }>(
+    const { rows } = await t.pool.query<{ updated: string; hot: string }>(
       `SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'fanout_item'`,
     );
     return { updated: Number(rows[0]!.updated), hot: Number(rows[0]!.hot) };

@@ -503,9 +503,10 @@ export interface FanoutStore {
    * The worker is done with these claim tokens: every item it claimed with them has its outcome
    * stored, was released, or is no longer held under the token (another claim took it over). A
    * store that keeps a lease per claim rather than per item forgets those claims here, so the
-   * maintenance loop never reads them. (A claim one of whose outcomes could not be stored is never
-   * ended: its lease lapses, and the items it still holds are recovered.) Optional: without it, a
-   * claim is forgotten once its lease lapsed.
+   * maintenance loop never reads them; it must keep one that still holds a running item (an
+   * outcome the server acknowledged and then lost in a crash), whose lease then lapses and whose
+   * items are recovered. (A claim one of whose outcomes could not be stored is not ended at all.)
+   * Optional: without it, a claim is forgotten once its lease lapsed.
    */
   endClaims?(tokens: readonly string[]): Promise<void>;
   /** Records outcomes and moves counters in one transaction; finishes tasks that are done. */

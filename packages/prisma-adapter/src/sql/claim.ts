@@ -214,9 +214,20 @@ export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ ite
   return rows.map((r) => r.id);
 }
 
-/** Forgets the claims of `tokens`, which their worker is done with (see `FanoutStore.endClaims`). */
+/**
+ * Forgets the claims of `tokens`, which their worker is done with (see `FanoutStore.endClaims`),
+ * unless one still holds a running item: the worker's word is not taken for it. An outcome the
+ * worker saw committed can still be missing, when the server lost commits it had acknowledged
+ * (`synchronous_commit` off, `fsync` off, a failover to a replica that was behind); such a claim
+ * is kept, its lease lapses, and the maintenance loop gives its items again. (The items are read
+ * by primary key, all of a claim in one index scan.)
+ */
 export async function endClaims(db: PrismaQueryable, tokens: readonly string[]): Promise<void> {
-  await db.$queryRaw`DELETE FROM fanout_claim WHERE token = ANY(${tokens}::uuid[]) RETURNING 1 AS gone`;
+  await db.$queryRaw`
+    DELETE FROM fanout_claim c
+    WHERE c.token = ANY(${tokens}::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM fanout_item i WHERE i.id = ANY(c.item_ids) AND i.claim_token = c.token AND i.status = 'running')
+    RETURNING 1 AS gone`;
 }
 
 /**

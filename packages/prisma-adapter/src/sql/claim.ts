@@ -219,14 +219,17 @@ export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ ite
  * unless one still holds a running item: the worker's word is not taken for it. An outcome the
  * worker saw committed can still be missing, when the server lost commits it had acknowledged
  * (`synchronous_commit` off, `fsync` off, a failover to a replica that was behind); such a claim
- * is kept, its lease lapses, and the maintenance loop gives its items again. (The items are read
- * by primary key, all of a claim in one index scan.)
+ * is kept, its lease lapses, and the maintenance loop gives its items again.
+ *
+ * The check is a scalar subquery, run per claim: a claim's items are read by primary key. As a
+ * plain `NOT EXISTS` the planner may make it an anti-join, and with a few claims it hashes them
+ * and scans the whole item table (8 ms at 40,000 items, for every batch of ended claims).
  */
 export async function endClaims(db: PrismaQueryable, tokens: readonly string[]): Promise<void> {
   await db.$queryRaw`
     DELETE FROM fanout_claim c
     WHERE c.token = ANY(${tokens}::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM fanout_item i WHERE i.id = ANY(c.item_ids) AND i.claim_token = c.token AND i.status = 'running')
+      AND NOT (SELECT EXISTS (SELECT 1 FROM fanout_item i WHERE i.id = ANY(c.item_ids) AND i.claim_token = c.token AND i.status = 'running'))
     RETURNING 1 AS gone`;
 }
 

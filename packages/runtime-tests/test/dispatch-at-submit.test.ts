@@ -65,4 +65,38 @@ describe('dispatch at submit', () => {
     expect(rows).toHaveLength(3);
     expect(rows.every((r) => r.status === 'failed' && r.error?.code === 'validation')).toBe(true);
   });
+
+  it("a tenant's waiting jobs taken in the moment before a submit commits: the submit gives it new ones", async () => {
+    await using t = await testApp({ dispatchAtSubmit: 50 });
+    const waiting = async () => {
+      const [row] = await t.app.prisma.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_items' AND state = 'created' AND singleton_key LIKE '%:race'`;
+      return row!.n;
+    };
+    // No worker yet: the first task's jobs wait, one per slot of the tenant's window.
+    const first = await t.app.fanout.submit('test_batch', { count: 5 }, { tenant: 'race' });
+    const slots = await waiting();
+    expect(slots).toBeGreaterThan(0);
+    // The second submit finds every slot waiting, so its own jobs are skipped by the queue. As a
+    // worker's fetch could in the moment before the submit commits, a deferred trigger takes the
+    // waiting jobs away at its commit (their claims would have seen neither task's items, and
+    // ended their chains).
+    await t.app.prisma.$executeRawUnsafe(`
+      CREATE FUNCTION take_waiting_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM pgboss.job WHERE name = 'test_batch_items' AND state = 'created' AND singleton_key LIKE '%:race';
+        RETURN NULL;
+      END $$`);
+    await t.app.prisma.$executeRawUnsafe(`
+      CREATE CONSTRAINT TRIGGER take_waiting_jobs AFTER INSERT ON fanout_task DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW WHEN (NEW.idempotency_key = 'race') EXECUTE FUNCTION take_waiting_jobs()`);
+    const second = await t.app.fanout.submit('test_batch', { count: 5 }, { tenant: 'race', idempotencyKey: 'race' });
+    expect(second.status).toBe('running');
+    // Topped up after the commit: the tenant has its window again, and both tasks run without
+    // waiting for the maintenance loop's check of quiet tasks (a minute).
+    expect(await waiting()).toBe(slots);
+    await t.spawnWorkers(1);
+    expect(await finished(t, first.id, 20_000)).toMatchObject({ status: 'completed', succeeded: 5 });
+    expect(await finished(t, second.id, 20_000)).toMatchObject({ status: 'completed', succeeded: 5 });
+  });
 });

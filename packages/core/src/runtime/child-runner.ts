@@ -113,7 +113,12 @@ export class ChildRunner {
       maxFlushes: 2,
     });
     this.#releases = new GroupCommit<Release>({
-      commit: async (releases) => new Set(await ctx.store.releaseItems(releases, ctx.enqueueWork)),
+      commit: async (releases) => {
+        const enqueuer = ctx.enqueuer();
+        const released = await ctx.store.releaseItems(releases, enqueuer.enqueue);
+        await enqueuer.committed();
+        return new Set(released);
+      },
       key: (release) => release.itemId,
       maxBatch: 100,
       maxFlushes: 1,

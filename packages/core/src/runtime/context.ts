@@ -31,8 +31,12 @@ export interface RuntimeContext {
   /** Aborted when the runtime stops. */
   shutdown: AbortSignal;
   definition(kind: string): AnyFanoutDefinition;
-  /** Gives the tenants of tasks that have items to run the jobs that take them, inside a store transaction. */
-  enqueueWork: EnqueueWork;
+  /**
+   * For one store call that makes items runnable: `enqueue` gives their tenants the jobs that take
+   * them, inside the store's transaction; `committed`, called once the store call returned, tops
+   * up after the commit what the transaction could not (see `Fanout.#enqueuer`).
+   */
+  enqueuer(): Enqueuer;
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
@@ -53,4 +57,10 @@ export interface RuntimeContext {
   itemLogs: ItemLogBuffer;
   /** Traces and metrics. */
   telemetry: FanoutTelemetry;
+}
+
+/** See `RuntimeContext.enqueuer`. */
+export interface Enqueuer {
+  enqueue: EnqueueWork;
+  committed(): Promise<void>;
 }

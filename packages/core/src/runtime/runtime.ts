@@ -9,7 +9,7 @@ import {
   isTerminalTaskStatus,
   taskCountsOf,
   type FanoutStore,
-  type WorkToEnqueue,
+  type EnqueueWork,
   type ListItemsQuery,
   type ListTasksQuery,
   type NewItem,
@@ -30,7 +30,7 @@ import { ChildRunner } from './child-runner.ts';
 import { DEFAULT_SCHEDULING, ticketsFor, dueTicket, windowTickets, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
-import type { RuntimeContext, WorkerSettings } from './context.ts';
+import type { Enqueuer, RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
@@ -256,7 +256,7 @@ export class Fanout implements AsyncDisposable {
       settings: this.#worker,
       shutdown: this.#shutdown.signal,
       definition: (kind) => self.definition(kind),
-      enqueueWork: (tx, work) => self.#enqueueWork(tx, work),
+      enqueuer: () => self.#enqueuer(),
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
       announceEnding: (task) => self.#announceEnding(task),
@@ -335,7 +335,7 @@ export class Fanout implements AsyncDisposable {
       }
     }
     if (options.children ?? true) {
-      const children = (this.#children = new ChildRunner(this.#ctx, this.#scheduling, (kind, jobs) => this.#enqueueTickets(null, kind, jobs)));
+      const children = (this.#children = new ChildRunner(this.#ctx, this.#scheduling, async (kind, jobs) => void (await this.#enqueueTickets(null, kind, jobs))));
       const boss = this.#boss;
       for (const definition of this.#definitions.values()) {
         // Two fetch loops, one job at a time each: a job takes as many items as there is room for,
@@ -504,7 +504,7 @@ export class Fanout implements AsyncDisposable {
       // The items' spans continue the submit's trace, as they continue a manager's dispatch.
       const trace = this.telemetry.jobFields().trace ?? null;
       const created = await this.telemetry.page(newTask as Pick<TaskRecord, 'kind' | 'tenant'>, 1, items, () =>
-        store.createDispatchedTask(newTask, items, (tx, work) => this.#enqueueWork(tx, work), trace),
+        this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace)),
       );
       dispatch.settled = created.settled;
       return created.task;
@@ -570,11 +570,13 @@ export class Fanout implements AsyncDisposable {
     if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {
       throw new FanoutError('conflict', `task ${taskId}: it finished too long ago to be retried (its items are about to be deleted by retention); submit it again`, { field: 'taskId' });
     }
-    const result = await this.store.retryFailed(taskId, (tx, work) => this.#enqueueWork(tx, work), {
-      ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
-      ...(options.itemIds ? { itemIds: options.itemIds } : {}),
-      ...(options.retryableOnly ? { retryableOnly: true } : {}),
-    });
+    const result = await this.#withEnqueuer((enqueue) =>
+      this.store.retryFailed(taskId, enqueue, {
+        ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
+        ...(options.itemIds ? { itemIds: options.itemIds } : {}),
+        ...(options.retryableOnly ? { retryableOnly: true } : {}),
+      }),
+    );
     this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;
   }
@@ -669,17 +671,54 @@ export class Fanout implements AsyncDisposable {
     await this.stop();
   }
 
-  /** Gives the tenants of `work` the jobs that take its items (scheduler.ts), in the store's transaction. */
-  async #enqueueWork(tx: SqlExecutor, work: readonly WorkToEnqueue[]): Promise<void> {
-    for (const [kind, jobs] of ticketsFor(this.#scheduling, work)) await this.#enqueueTickets(tx, kind, jobs);
+  /**
+   * Gives the tenants of `work` the jobs that take its items (scheduler.ts), in the store's
+   * transaction, and tops up after the commit what it could not. A window slot whose job is
+   * already waiting is skipped by the queue: that job will take the items. Unless it is fetched in
+   * the moment before this transaction commits: its claim does not see the items yet, finds
+   * nothing, and ends its chain, and with every slot of the tenant so, the items would wait for
+   * the maintenance loop's check of quiet tasks (a minute). So when none of a window's jobs could
+   * be inserted, they are asked for again once the transaction committed: a job still waiting then
+   * sees the items, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
+   * become visible with the items: no such gap.)
+   */
+  #enqueuer(): Enqueuer {
+    const later: Array<[string, TicketJob[]]> = [];
+    return {
+      enqueue: async (tx, work) => {
+        for (const [kind, jobs] of ticketsFor(this.#scheduling, work)) {
+          const inserted = await this.#enqueueTickets(tx, kind, jobs);
+          const window = jobs.filter((job) => job.startAfter === undefined);
+          if (inserted === 0 && window.length > 0) later.push([kind, window]);
+        }
+      },
+      committed: async () => {
+        for (const [kind, jobs] of later.splice(0)) {
+          // Best effort: a top-up that fails here is left to the maintenance loop's check of quiet tasks.
+          await this.#enqueueTickets(null, kind, jobs).catch((error: unknown) => this.#reportError(error, 'topping up the jobs of items made runnable'));
+        }
+      },
+    };
   }
 
-  /** Inserts child-queue jobs (a slot already waiting is skipped by the queue), in `tx` when given. */
-  async #enqueueTickets(tx: SqlExecutor | null, kind: string, jobs: readonly TicketJob[]): Promise<void> {
+  /** Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed. */
+  async #withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>): Promise<T> {
+    const enqueuer = this.#enqueuer();
+    const result = await call(enqueuer.enqueue);
+    await enqueuer.committed();
+    return result;
+  }
+
+  /**
+   * Inserts child-queue jobs (a slot already waiting is skipped by the queue), in `tx` when given;
+   * answers how many were inserted.
+   */
+  async #enqueueTickets(tx: SqlExecutor | null, kind: string, jobs: readonly TicketJob[]): Promise<number> {
     const definition = this.definition(kind);
     for (const job of jobs) assertJobPayload(definition.childQueue, job.data);
     const db = tx ?? this.store.sqlExecutor?.() ?? null;
-    await this.#boss.insert(definition.childQueue, jobs as TicketJob[], db ? { db } : {});
+    const ids = await this.#boss.insert(definition.childQueue, jobs as TicketJob[], { returnId: true, ...(db ? { db } : {}) });
+    return ids?.length ?? 0;
   }
 
   #afterSettle(result: SettleResult): void {

@@ -2,8 +2,8 @@ import { deflateSync } from 'node:zlib';
 
 /**
  * A PDF bomb: a few kilobytes whose one page, once inflated, is `contentMb` MB of text-drawing
- * operators (about 37,000 a MB). pdf.js spends about a second of CPU per MB on it and keeps every
- * piece of text in memory.
+ * operators (about 37,000 a MB). pdf.js spends a fifth of a second to a second of CPU per MB on it
+ * (as fast and as busy as the machine is) and keeps every piece of text in memory.
  */
 export function pdfBomb(contentMb: number): Uint8Array {
   const op = Buffer.from('BT /F1 1 Tf 1 0 0 1 1 1 Tm (A) Tj ET\n');

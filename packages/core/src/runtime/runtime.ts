@@ -687,9 +687,12 @@ export class Fanout implements AsyncDisposable {
     return {
       enqueue: async (tx, work) => {
         for (const [kind, jobs] of ticketsFor(this.#scheduling, work)) {
-          const inserted = await this.#enqueueTickets(tx, kind, jobs);
+          // The window's jobs are counted apart from the jobs of retries coming due (mixed only in
+          // a release of items with and without a delay).
           const window = jobs.filter((job) => job.startAfter === undefined);
-          if (inserted === 0 && window.length > 0) later.push([kind, window]);
+          const due = jobs.filter((job) => job.startAfter !== undefined);
+          if (due.length > 0) await this.#enqueueTickets(tx, kind, due);
+          if (window.length > 0 && (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
         }
       },
       committed: async () => {

@@ -113,12 +113,7 @@ export class ChildRunner {
       maxFlushes: 2,
     });
     this.#releases = new GroupCommit<Release>({
-      commit: async (releases) => {
-        const enqueuer = ctx.enqueuer();
-        const released = await ctx.store.releaseItems(releases, enqueuer.enqueue);
-        await enqueuer.committed();
-        return new Set(released);
-      },
+      commit: async (releases) => new Set(await ctx.withEnqueuer((enqueue) => ctx.store.releaseItems(releases, enqueue))),
       key: (release) => release.itemId,
       maxBatch: 100,
       maxFlushes: 1,

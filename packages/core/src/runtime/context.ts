@@ -32,11 +32,11 @@ export interface RuntimeContext {
   shutdown: AbortSignal;
   definition(kind: string): AnyFanoutDefinition;
   /**
-   * For one store call that makes items runnable: `enqueue` gives their tenants the jobs that take
-   * them, inside the store's transaction; `committed`, called once the store call returned, tops
-   * up after the commit what the transaction could not (see `Fanout.#enqueuer`).
+   * Runs one store call that makes items runnable with the `enqueue` that gives their tenants the
+   * jobs that take them, inside the store's transaction, then tops up after the commit what the
+   * transaction could not (see `Fanout.#enqueuer`).
    */
-  enqueuer(): Enqueuer;
+  withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>): Promise<T>;
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
   afterSettle(result: SettleResult): void;
   announceTask(task: SettledTask): void;
@@ -57,10 +57,4 @@ export interface RuntimeContext {
   itemLogs: ItemLogBuffer;
   /** Traces and metrics. */
   telemetry: FanoutTelemetry;
-}
-
-/** See `RuntimeContext.enqueuer`. */
-export interface Enqueuer {
-  enqueue: EnqueueWork;
-  committed(): Promise<void>;
 }

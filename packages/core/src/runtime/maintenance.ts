@@ -92,9 +92,7 @@ async function vacuumTables(ctx: RuntimeContext): Promise<void> {
 async function recoverLapsed(ctx: RuntimeContext): Promise<void> {
   const { store } = ctx;
   for (;;) {
-    const enqueuer = ctx.enqueuer();
-    const recovered = await store.recoverLapsedItems(500, enqueuer.enqueue);
-    await enqueuer.committed();
+    const recovered = await ctx.withEnqueuer((enqueue) => store.recoverLapsedItems(500, enqueue));
     ctx.stats.recoveries.lapsedRequeued += recovered.requeued;
     ctx.stats.recoveries.lapsedFailed += recovered.failed.settled.length;
     if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {

@@ -148,13 +148,8 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
         await ctx.refreshStatistics();
       }
       const items: NewItem[] = page.map((listed) => toNewItem(definition, listed, ++seq));
-      const enqueuer = ctx.enqueuer();
       const insert: Promise<void> = ctx.telemetry
-        .page(task, ++pageNumber, items, async () => {
-          const result = await ctx.store.insertItems(task.id, items, enqueuer.enqueue);
-          await enqueuer.committed();
-          return result;
-        })
+        .page(task, ++pageNumber, items, () => ctx.withEnqueuer((enqueue) => ctx.store.insertItems(task.id, items, enqueue)))
         .then((result) => {
           // Stopped while dispatching: what is in stays, the rest is never sent.
           if (result.status !== 'running') {

@@ -30,7 +30,7 @@ import { ChildRunner } from './child-runner.ts';
 import { DEFAULT_SCHEDULING, ticketsFor, dueTicket, windowTickets, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
-import type { Enqueuer, RuntimeContext, WorkerSettings } from './context.ts';
+import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
@@ -256,7 +256,7 @@ export class Fanout implements AsyncDisposable {
       settings: this.#worker,
       shutdown: this.#shutdown.signal,
       definition: (kind) => self.definition(kind),
-      enqueuer: () => self.#enqueuer(),
+      withEnqueuer: (call) => self.#withEnqueuer(call),
       afterSettle: (result) => self.#afterSettle(result),
       announceTask: (task) => self.#announceTask(task),
       announceEnding: (task) => self.#announceEnding(task),
@@ -682,7 +682,7 @@ export class Fanout implements AsyncDisposable {
    * sees the items, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
    * become visible with the items: no such gap.)
    */
-  #enqueuer(): Enqueuer {
+  #enqueuer(): { enqueue: EnqueueWork; committed(): Promise<void> } {
     const later: Array<[string, TicketJob[]]> = [];
     return {
       enqueue: async (tx, work) => {

@@ -258,6 +258,19 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(stopped?.task).toMatchObject({ status: 'failed', cancelled: 2, failed: 1 });
       });
 
+      it('keeps the first item of a key its listing repeats, as a page does, and counts only what went in', async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const rec = recorder();
+        const [a, b] = items(2);
+        const again = { key: a!.key, seq: 3, snapshot: { n: 99 } };
+        const badAgain = { key: b!.key, seq: 4, snapshot: {}, error: { code: 'validation', message: 'x' } };
+        const { task, inserted } = await create({}, [a!, b!, again, badAgain], rec.enqueue);
+        expect(inserted).toBe(2);
+        expect(task).toMatchObject({ total: 2, failed: 0, status: 'running' });
+        const { rows } = await store.listItems(task.id, { limit: 10 });
+        expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([['k0', 1, 'pending'], ['k1', 2, 'pending']]);
+      });
+
       it('stores nothing when its jobs cannot be enqueued', async (t) => {
         if (!store.createDispatchedTask) return t.skip();
         const tenant = `inline-rollback-${randomUUID()}`;

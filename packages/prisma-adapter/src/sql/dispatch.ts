@@ -19,15 +19,14 @@ export class StoppedWhileInserting extends Error {}
  * or refuses when the key came with another request. The unique index decides between two
  * submits racing with one key: the loser's insert does nothing and it reads the winner's task.
  */
-export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask, started?: { trace: Record<string, string> | null }): Promise<SubmittedTask> {
+export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: EnqueueTask): Promise<SubmittedTask> {
   const [row] = await tx.$queryRaw<TaskRow[]>`
     INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash, priority,
-                             status, started_at, round_started_at, trace)
+                             status)
     VALUES (${task.id ?? uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
             ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz,
             ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text, ${task.priority ?? 0}::int,
-            ${started ? 'running' : 'queued'}::text, CASE WHEN ${started !== undefined}::boolean THEN now() END, CASE WHEN ${started !== undefined}::boolean THEN now() END,
-            ${started?.trace ? JSON.stringify(started.trace) : null}::jsonb)
+            'queued')
     ON CONFLICT (kind, (COALESCE(tenant, '')), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *`;
   if (row) {
@@ -35,6 +34,11 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
     await enqueue(executor(tx), record);
     return { ...record, replayed: false };
   }
+  return replayedTask(tx, task);
+}
+
+/** The task an idempotency key was first used for (the insert of `task` found it), or `conflict` when the key came with another request. */
+async function replayedTask(tx: PrismaQueryable, task: NewTask): Promise<SubmittedTask> {
   const [first] = await tx.$queryRaw<TaskRow[]>`
     SELECT * FROM fanout_task
     WHERE kind = ${task.kind} AND COALESCE(tenant, '') = COALESCE(${task.tenant ?? null}::text, '') AND idempotency_key = ${task.idempotencyKey ?? null}::text`;
@@ -46,29 +50,54 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
 }
 
 /**
- * A task with its dispatch done, in `tx`: inserted `running`, its items inserted, its counters set
- * with its dispatch marked done (finished at once when nothing is left to run, stopping when its
- * failures are over the tolerance: the same functions as a manager's last page and
- * `finishDispatch`), then its tenant's jobs. No other transaction can see the task before the
+ * A task with its dispatch done, in `tx`: inserted `running` with its counters final and its
+ * dispatch marked done (finished at once when nothing is left to run, stopping when its failures
+ * are over the tolerance: the same functions as a manager's last page and `finishDispatch`), with
+ * its items and their ready rows, in one statement; then its tenant's jobs. A new task has no
+ * items yet, so its counters are known before it goes in: the first item of each key is kept (a
+ * page skips a key it repeats the same way). No other transaction can see the task before the
  * commit, so nothing is locked or re-read on the way. A replayed idempotency key inserts nothing.
  */
 export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
-  const created = await insertTask(tx, task, async () => {}, { trace });
-  if (created.replayed) return { task: created, inserted: 0, settled: null };
-  const inserted = await insertItemRows(tx, created.id, items);
-  const total = inserted.length;
-  const failed = inserted.filter((r) => r.status === 'failed').length;
-  const [row] = await tx.$queryRaw<TaskRow[]>`
-    UPDATE fanout_task SET
-      total = ${total}::int, failed = ${failed}::int, dispatched_at = now(), updated_at = now(),
-      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)),
-      status = fanout_next_status(status, stop_reason, true, ${failed}::int, ${total}::int, fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)),
-      completed_at = CASE WHEN fanout_next_status(status, stop_reason, true, ${failed}::int, ${total}::int,
-                                  fanout_over_limit(${failed}::int, ${total}::int, true, max_failures, max_failure_ratio)) IN ('completed', 'failed', 'cancelled')
-                          THEN now() ELSE completed_at END
-    WHERE id = ${created.id}::uuid
-    RETURNING *`;
-  if (!row) throw new Error(`task ${created.id}: not found in the transaction that inserted it`);
+  const seen = new Set<string>();
+  const kept = items.filter((item) => !seen.has(item.key) && seen.add(item.key));
+  const total = kept.length;
+  const failed = kept.filter((item) => item.error).length;
+  const [row] = await tx.$queryRaw<(TaskRow & { items_inserted: number })[]>`
+    WITH counted AS (
+      SELECT fanout_over_limit(${failed}::int, ${total}::int, true, ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8) AS over
+    ), task AS (
+      INSERT INTO fanout_task (id, kind, tenant, input, max_attempts, max_failures, max_failure_ratio, deadline_at, summary, idempotency_key, request_hash, priority,
+                               status, stop_reason, started_at, round_started_at, dispatched_at, completed_at, trace, total, failed)
+      SELECT ${task.id ?? uuidv7()}::uuid, ${task.kind}, ${task.tenant ?? null}, ${json(task.input)}::jsonb, ${task.maxAttempts}::int,
+             ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8, ${task.deadlineAt ?? null}::timestamptz,
+             ${task.summary ?? null}::text, ${task.idempotencyKey ?? null}::text, ${task.requestHash ?? null}::text, ${task.priority ?? 0}::int,
+             fanout_next_status('running', NULL, true, ${failed}::int, ${total}::int, counted.over), fanout_next_stop_reason(NULL, counted.over),
+             now(), now(), now(),
+             CASE WHEN fanout_next_status('running', NULL, true, ${failed}::int, ${total}::int, counted.over) IN ('completed', 'failed', 'cancelled') THEN now() END,
+             ${trace ? JSON.stringify(trace) : null}::jsonb, ${total}::int, ${failed}::int
+      FROM counted
+      ON CONFLICT (kind, (COALESCE(tenant, '')), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING *
+    ), inserted AS (
+      INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
+      SELECT gen_random_uuid(), task.id, x.seq, x.key, x.snapshot::jsonb,
+             CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
+             CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
+      FROM task, unnest(${kept.map((i) => i.key)}::text[], ${kept.map((i) => i.seq)}::int[],
+                        ${kept.map((i) => json(i.snapshot ?? null))}::text[], ${kept.map((i) => json(i.error))}::text[])
+           WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
+      ORDER BY x.ord
+      RETURNING id, task_id, seq, status
+    ), ready AS (
+      INSERT INTO fanout_ready (task_id, seq, item_id) SELECT task_id, seq, id FROM inserted WHERE status = 'pending'
+    )
+    SELECT task.*, (SELECT count(*)::int FROM inserted) AS items_inserted FROM task`;
+  if (!row) {
+    // The key was used before: the first task of it, as a plain submit reads it.
+    return { task: await replayedTask(tx, task), inserted: 0, settled: null };
+  }
+  if (row.items_inserted !== total) throw new Error(`task ${row.id}: ${row.items_inserted} of its ${total} items went in`);
   if (row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
   return { task: { ...toTask(row), replayed: false }, inserted: row.total, settled: toSettled(row) };
 }

@@ -203,6 +203,7 @@ function toNewItem(definition: AnyFanoutDefinition, listed: ListedItem<unknown>,
 export async function listAtSubmit(definition: AnyFanoutDefinition, input: unknown, task: { id: string; tenant: string | null }, logger: Logger): Promise<NewItem[] | null> {
   const most = definition.resolved.manager.dispatchAtSubmit;
   const controller = new AbortController();
+  let listedAll = false;
   try {
     const listed = await definition.listItems(input, { task, signal: controller.signal, logger });
     const items: NewItem[] = [];
@@ -210,12 +211,14 @@ export async function listAtSubmit(definition: AnyFanoutDefinition, input: unkno
       if (items.length + page.length > most) return null;
       for (const entry of page) items.push(toNewItem(definition, entry, items.length + 1));
     }
+    listedAll = true;
     return items;
   } catch (error) {
     logger.debug('listing at submit failed; the manager job lists the task', { definition: definition.name, taskId: task.id, ...errorFields(error) });
     return null;
   } finally {
-    // Tells a listing still going (more items than dispatched at submit) to stop.
-    controller.abort(new FanoutError('aborted', `task ${task.id}: listed by its manager instead`));
+    // Tells a listing still going (more items than dispatched at submit) to stop. One that ran to
+    // its end has nothing to stop (and an error made for nothing costs a stack trace a submit).
+    if (!listedAll) controller.abort(new FanoutError('aborted', `task ${task.id}: listed by its manager instead`));
   }
 }

@@ -66,36 +66,6 @@ describe('dispatch at submit', () => {
     expect(rows.every((r) => r.status === 'failed' && r.error?.code === 'validation')).toBe(true);
   });
 
-  it("a submit for a tenant whose jobs all wait adds none: the waiting ones take its items", async () => {
-    await using t = await testApp({ dispatchAtSubmit: 50 });
-    const jobs = async () => {
-      const [row] = await t.app.prisma.$queryRaw<{ all: number; waiting: number }[]>`
-        SELECT count(*)::int AS all, (count(*) FILTER (WHERE state = 'created'))::int AS waiting
-        FROM pgboss.job WHERE name = 'test_batch_items' AND singleton_key LIKE '%:calm'`;
-      return row!;
-    };
-    // No worker yet: the first task's jobs wait, one per slot of the tenant's window.
-    const first = await t.app.fanout.submit('test_batch', { count: 5 }, { tenant: 'calm' });
-    const before = await jobs();
-    expect(before.waiting).toBeGreaterThan(0);
-    expect(before.all).toBe(before.waiting);
-    // The real pg-boss, its inserts counted.
-    const boss = t.app.fanout.boss;
-    const insert = boss.insert.bind(boss);
-    let inserts = 0;
-    boss.insert = ((...args: Parameters<typeof insert>) => (inserts++, insert(...args))) as typeof boss.insert;
-    const second = await t.app.fanout.submit('test_batch', { count: 5 }, { tenant: 'calm' });
-    boss.insert = insert;
-    expect(second.status).toBe('running');
-    // Nothing inserted: the queue skipped the window in the submit's transaction, and the look
-    // after the commit found its jobs still waiting, so the window was not asked for again.
-    expect(inserts).toBe(1);
-    expect(await jobs()).toEqual(before);
-    await t.spawnWorkers(1);
-    expect(await finished(t, first.id, 20_000)).toMatchObject({ status: 'completed', succeeded: 5 });
-    expect(await finished(t, second.id, 20_000)).toMatchObject({ status: 'completed', succeeded: 5 });
-  });
-
   it("a tenant's waiting jobs taken in the moment before a submit commits: the submit gives it new ones", async () => {
     await using t = await testApp({ dispatchAtSubmit: 50 });
     const waiting = async () => {

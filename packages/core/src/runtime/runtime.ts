@@ -678,9 +678,8 @@ export class Fanout implements AsyncDisposable {
    * the moment before this transaction commits: its claim does not see the items yet, finds
    * nothing, and ends its chain, and with every slot of the tenant so, the items would wait for
    * the maintenance loop's check of quiet tasks (a minute). So when none of a window's jobs could
-   * be inserted, the window is looked at again once the transaction committed: a job still
-   * waiting then (one read: the first slot's) will see the items; otherwise the window's jobs are
-   * inserted again, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
+   * be inserted, they are asked for again once the transaction committed: a job still waiting then
+   * sees the items, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
    * become visible with the items: no such gap.)
    */
   #enqueuer(): { enqueue: EnqueueWork; committed(): Promise<void> } {
@@ -698,24 +697,11 @@ export class Fanout implements AsyncDisposable {
       },
       committed: async () => {
         for (const [kind, jobs] of later.splice(0)) {
-          try {
-            // Usually the slot's job is still waiting: fetched after the commit, it claims the
-            // items. One read says so, instead of inserting the window again.
-            if (await this.#stillWaiting(kind, jobs[0]!.singletonKey)) continue;
-            await this.#enqueueTickets(null, kind, jobs);
-          } catch (error) {
-            // Best effort: a top-up that fails here is left to the maintenance loop's check of quiet tasks.
-            this.#reportError(error, 'topping up the jobs of items made runnable');
-          }
+          // Best effort: a top-up that fails here is left to the maintenance loop's check of quiet tasks.
+          await this.#enqueueTickets(null, kind, jobs).catch((error: unknown) => this.#reportError(error, 'topping up the jobs of items made runnable'));
         }
       },
     };
-  }
-
-  /** Whether the child-queue job of a slot is waiting to be fetched (not taken yet). */
-  async #stillWaiting(kind: string, singletonKey: string): Promise<boolean> {
-    const [job] = await this.#boss.findJobs(this.definition(kind).childQueue, { key: singletonKey, queued: true, limit: 1 });
-    return job !== undefined;
   }
 
   /** Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed. */

@@ -264,11 +264,21 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const [a, b] = items(2);
         const again = { key: a!.key, seq: 3, snapshot: { n: 99 } };
         const badAgain = { key: b!.key, seq: 4, snapshot: {}, error: { code: 'validation', message: 'x' } };
-        const { task, inserted } = await create({}, [a!, b!, again, badAgain], rec.enqueue);
-        expect(inserted).toBe(2);
-        expect(task).toMatchObject({ total: 2, failed: 0, status: 'running' });
+        // Two keys that differ only in a lone surrogate are one key once stored (both U+FFFD there).
+        const lone = [{ key: 'x\uD800', seq: 5, snapshot: { n: 5 } }, { key: 'x\uD801', seq: 6, snapshot: { n: 6 } }];
+        const { task, inserted } = await create({}, [a!, b!, again, badAgain, ...lone], rec.enqueue);
+        expect(inserted).toBe(3);
+        expect(task).toMatchObject({ total: 3, failed: 0, status: 'running' });
+        expect(await store.getTask(task.id)).toMatchObject({ total: 3, failed: 0, succeeded: 0, status: 'running' });
         const { rows } = await store.listItems(task.id, { limit: 10 });
-        expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([['k0', 1, 'pending'], ['k1', 2, 'pending']]);
+        expect(rows.map((r) => [r.key, r.seq, r.status])).toEqual([['k0', 1, 'pending'], ['k1', 2, 'pending'], ['x\uFFFD', 5, 'pending']]);
+        expect(rows[0]!.snapshot).toEqual(a!.snapshot);
+        // The items kept are ready to run, and their settles finish the task.
+        const token = randomUUID();
+        const ids = rows.map((r) => r.id);
+        expect((await store.claimItems(ids, token, LEASE)).claimed).toHaveLength(3);
+        const done = await store.settleItems(ids.map((itemId) => outcome(itemId, token)));
+        expect(done.tasks[0]).toMatchObject({ status: 'completed', finished: true, succeeded: 3 });
       });
 
       it('stores nothing when its jobs cannot be enqueued', async (t) => {

@@ -59,10 +59,17 @@ async function replayedTask(tx: PrismaQueryable, task: NewTask): Promise<Submitt
  * commit, so nothing is locked or re-read on the way. A replayed idempotency key inserts nothing.
  */
 export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
+  // Keys compared as PostgreSQL stores them (a lone surrogate is sent as U+FFFD, so two keys that
+  // differ only there are one key in the table).
   const seen = new Set<string>();
-  const kept = items.filter((item) => !seen.has(item.key) && seen.add(item.key));
+  const kept = items.filter((item) => {
+    const key = item.key.toWellFormed();
+    return !seen.has(key) && seen.add(key);
+  });
+  const errors = kept.map((item) => json(item.error));
   const total = kept.length;
-  const failed = kept.filter((item) => item.error).length;
+  // Counted as the statement stores them: an item with an error value is stored failed.
+  const failed = errors.filter((error) => error !== null).length;
   const [row] = await tx.$queryRaw<(TaskRow & { items_inserted: number })[]>`
     WITH counted AS (
       SELECT fanout_over_limit(${failed}::int, ${total}::int, true, ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8) AS over
@@ -85,7 +92,7 @@ export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, i
              CASE WHEN x.error IS NULL THEN 'pending' ELSE 'failed' END, x.error::jsonb,
              CASE WHEN x.error IS NULL THEN NULL ELSE clock_timestamp() END
       FROM task, unnest(${kept.map((i) => i.key)}::text[], ${kept.map((i) => i.seq)}::int[],
-                        ${kept.map((i) => json(i.snapshot ?? null))}::text[], ${kept.map((i) => json(i.error))}::text[])
+                        ${kept.map((i) => json(i.snapshot ?? null))}::text[], ${errors}::text[])
            WITH ORDINALITY AS x(key, seq, snapshot, error, ord)
       ORDER BY x.ord
       RETURNING id, task_id, seq, status

@@ -95,3 +95,29 @@ describe("start() with the app's own PgBoss", () => {
     await prisma.$disconnect();
   });
 });
+
+describe('start() with pg-boss in a schema of its own', () => {
+  it("works its tasks there: the jobs, and the runtime's reads of a tenant's waiting jobs", async () => {
+    const { url, pool } = await database();
+    const atSubmit = defineFanout({ ...definition, name: 'start_schema', options: { manager: { dispatchAtSubmit: 100 } } });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    const fanout = createFanout({ store: prismaFanoutStore(prisma, { pool }), boss: { connectionString: url, schema: 'app_jobs' }, definitions: [atSubmit] });
+    await fanout.start({ presence: false, maintenance: false });
+    // Listening first: a task of this process can complete before its submit returns.
+    const done = new Map<string, number>();
+    const allDone = Promise.withResolvers<void>();
+    fanout.events.on('task.completed', (task) => {
+      done.set(task.id, task.succeeded);
+      if (done.size === 6) allDone.resolve();
+    });
+    // Submits of one tenant side by side: each one after the first finds the tenant's window
+    // waiting (or being taken), read from the schema pg-boss was given.
+    const ids = (await Promise.all(Array.from({ length: 6 }, (_, i) => fanout.submit(atSubmit, { n: 10 + i }, { tenant: 'team' })))).map((t) => t.id);
+    await allDone.promise;
+    expect(ids.map((id) => done.get(id))).toEqual([10, 11, 12, 13, 14, 15]);
+    await fanout.stop();
+    const { rows } = await pool.query<{ ours: boolean; default: boolean }>(`SELECT to_regnamespace('app_jobs') IS NOT NULL AS ours, to_regnamespace('pgboss') IS NOT NULL AS default`);
+    expect(rows[0]).toEqual({ ours: true, default: false });
+    await prisma.$disconnect();
+  });
+});

@@ -186,6 +186,8 @@ export class Fanout implements AsyncDisposable {
   readonly logger: Logger;
   readonly #boss: PgBoss;
   readonly #ownsBoss: boolean;
+  /** pg-boss's schema when this runtime made the PgBoss (see `#windowWaiting`). */
+  readonly #bossSchema: string | null;
   readonly #definitions = new Map<string, AnyFanoutDefinition>();
   readonly #worker: WorkerSettings;
   readonly #maintenance: MaintenanceSettings;
@@ -244,6 +246,8 @@ export class Fanout implements AsyncDisposable {
         openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
       });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
+    // As pg-boss writes it in its own SQL (its constructor refused a name that is not an identifier).
+    this.#bossSchema = given === null ? ((options.boss as ConstructorOptions).schema ?? 'pgboss') : null;
 
     this.events = new FanoutEvents((error, event) => this.logger.error('event listener failed', { event, ...errorFields(error) }));
     this.#itemLogs = new ItemLogBuffer(this.store, this.logger);
@@ -674,7 +678,8 @@ export class Fanout implements AsyncDisposable {
   /**
    * Gives the tenants of `work` the jobs that take its items (scheduler.ts), in the store's
    * transaction, and tops up after the commit what it could not. A window slot whose job is
-   * already waiting is skipped by the queue: that job will take the items. Unless it is fetched in
+   * already waiting is skipped by the queue (and a window whose jobs all wait is not sent at all,
+   * `#windowWaiting`): that job will take the items. Unless it is fetched in
    * the moment before this transaction commits: its claim does not see the items yet, finds
    * nothing, and ends its chain, and with every slot of the tenant so, the items would wait for
    * the maintenance loop's check of quiet tasks (a minute). So when none of a window's jobs could
@@ -692,16 +697,39 @@ export class Fanout implements AsyncDisposable {
           const window = jobs.filter((job) => job.startAfter === undefined);
           const due = jobs.filter((job) => job.startAfter !== undefined);
           if (due.length > 0) await this.#enqueueTickets(tx, kind, due);
-          if (window.length > 0 && (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
+          if (window.length === 0) continue;
+          // A busy tenant's window is usually all waiting: the insert would skip every job.
+          if ((await this.#windowWaiting(tx, kind, window)) || (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
         }
       },
       committed: async () => {
         for (const [kind, jobs] of later.splice(0)) {
           // Best effort: a top-up that fails here is left to the maintenance loop's check of quiet tasks.
-          await this.#enqueueTickets(null, kind, jobs).catch((error: unknown) => this.#reportError(error, 'topping up the jobs of items made runnable'));
+          try {
+            if (!(await this.#windowWaiting(null, kind, jobs))) await this.#enqueueTickets(null, kind, jobs);
+          } catch (error) {
+            this.#reportError(error, 'topping up the jobs of items made runnable');
+          }
         }
       },
     };
+  }
+
+  /**
+   * Whether every job of a window waits in the queue (as its `short` policy keeps them: one
+   * queued job per slot), read from pg-boss's job table in one light statement instead of an
+   * insert that would skip them all. Answers false (insert them) when the runtime does not know
+   * the table: an app's own PgBoss, whose schema it cannot read.
+   */
+  async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {
+    if (this.#bossSchema === null) return false;
+    const db = tx ?? this.store.sqlExecutor?.() ?? this.#boss.getDb();
+    const { rows } = await db.executeSql(
+      `SELECT count(*)::int AS waiting FROM ${this.#bossSchema}.job
+       WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
+      [this.definition(kind).childQueue, window.map((job) => job.singletonKey)],
+    );
+    return rows[0]?.waiting === window.length;
   }
 
   /** Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed. */

@@ -20,6 +20,14 @@ interface Pending {
 }
 
 const MAX_BACKLOG = 10_000;
+/** Events in one NOTIFY statement at most (each payload is under 8 KB). */
+const MAX_BATCH = 200;
+
+interface Outgoing {
+  event: TaskEvent;
+  /** Settled once the event is sent (`deliver`); without it a failure is logged. */
+  sent?: PromiseWithResolvers<void>;
+}
 
 const settledOf = (e: TaskStateEvent) => e.counts.succeeded + e.counts.failed + e.counts.cancelled;
 
@@ -47,11 +55,14 @@ export function isNewerState(a: TaskStateEvent, b: TaskStateEvent): boolean {
 }
 
 /**
- * Sends task events to every server instance with `SELECT pg_notify($1, $2)`: parameters only,
- * on a connection of its own, after the business write committed, so a failed broadcast can
- * never roll back or lose it. Progress is coalesced per task (the latest counts always win);
- * terminal events are sent at once and never dropped. A payload too large for a NOTIFY is
- * stored and the notification carries its id.
+ * Sends task events to every server instance with `pg_notify`: parameters only, on a connection
+ * of its own, after the business write committed, so a failed broadcast can never roll back or
+ * lose it. Progress is coalesced per task (the latest counts always win); terminal events are
+ * sent at once and never dropped. A payload too large for a NOTIFY is stored and the
+ * notification carries its id. The events published while a NOTIFY is on its way go together in
+ * the next one statement (group commit, in order): one transaction per batch instead of one per
+ * event, committed without waiting for the disk (a notification is not durable anyway: a
+ * listener that missed some catches up from the database).
  */
 export class TaskEventPublisher implements AsyncDisposable {
   readonly channel: string;
@@ -60,8 +71,10 @@ export class TaskEventPublisher implements AsyncDisposable {
   readonly #coalesceMs: number;
   readonly #logger: Logger | undefined;
   readonly #pending = new Map<string, Pending>();
-  readonly #inFlight = new Set<Promise<void>>();
-  #tail: Promise<void> = Promise.resolve();
+  /** Events waiting for the next NOTIFY statement, in the order they were published. */
+  #outgoing: Outgoing[] = [];
+  /** The loop sending `#outgoing`, while it runs. */
+  #sending: Promise<void> | null = null;
   #dropped = 0;
   // Rounds whose ending was sent, per task: progress of that round arriving late (settles finish
   // out of order) is stale and dropped.
@@ -142,41 +155,66 @@ export class TaskEventPublisher implements AsyncDisposable {
     pending.timer.unref();
   }
 
-  // One notification at a time, so listeners get a process's events in the order it published
-  // them (a live log reads top to bottom).
   #send(event: TaskEvent): void {
     // While the database is unreachable the backlog is bounded: logs and progress past the cap are
     // dropped (a later state supersedes them); endings are always kept.
-    if (this.#inFlight.size >= MAX_BACKLOG && !isTerminalEvent(event)) {
+    if (this.#outgoing.length >= MAX_BACKLOG && !isTerminalEvent(event)) {
       this.#dropped++;
       if (this.#dropped === 1 || this.#dropped % 1000 === 0) this.#logger?.warn('task event backlog full; dropping events', { dropped: this.#dropped });
       return;
     }
-    const job = this.#tail
-      .then(() => this.#notify(event))
-      .catch((error: unknown) => {
-        liveCounts.notifyFailures++;
-        this.#logger?.warn('task event broadcast failed', { taskId: event.taskId, type: event.type, error: (error as Error).message });
-      })
-      .finally(() => this.#inFlight.delete(job));
-    this.#tail = job;
-    this.#inFlight.add(job);
+    this.#queue({ event });
   }
 
-  async #notify(event: TaskEvent): Promise<void> {
-    let wire: Wire = { v: 1, event };
-    let payload = JSON.stringify(wire);
-    if (Buffer.byteLength(payload, 'utf8') > MAX_NOTIFY_BYTES) {
+  #queue(outgoing: Outgoing): void {
+    this.#outgoing.push(outgoing);
+    this.#sending ??= this.#sendAll();
+  }
+
+  // One statement at a time, so listeners get a process's events in the order it published them
+  // (a live log reads top to bottom); what queued meanwhile goes in the next. The loop is marked
+  // ended in the same turn as it finds nothing left, so an event queued after it starts another.
+  async #sendAll(): Promise<void> {
+    try {
+      while (this.#outgoing.length > 0) {
+        const batch = this.#outgoing.splice(0, MAX_BATCH);
+        try {
+          await this.#notify(batch.map((o) => o.event));
+          for (const o of batch) o.sent?.resolve();
+        } catch (error) {
+          liveCounts.notifyFailures += batch.length;
+          for (const o of batch) {
+            if (o.sent) o.sent.reject(error);
+            else this.#logger?.warn('task event broadcast failed', { taskId: o.event.taskId, type: o.event.type, error: (error as Error).message });
+          }
+        }
+      }
+    } finally {
+      this.#sending = null;
+    }
+  }
+
+  async #notify(events: readonly TaskEvent[]): Promise<void> {
+    const payloads: string[] = [];
+    let stored = false;
+    for (const event of events) {
+      const payload = JSON.stringify({ v: 1, event } satisfies Wire);
+      if (Buffer.byteLength(payload, 'utf8') <= MAX_NOTIFY_BYTES) {
+        payloads.push(payload);
+        continue;
+      }
       const { rows } = await this.#pool.query<{ id: string }>(
         'INSERT INTO fanout_event_payload (task_id, payload) VALUES ($1, $2) RETURNING id::text AS id',
         [event.taskId, JSON.stringify(event)],
       );
-      wire = { v: 1, ref: rows[0]!.id, taskId: event.taskId };
-      payload = JSON.stringify(wire);
+      payloads.push(JSON.stringify({ v: 1, ref: rows[0]!.id, taskId: event.taskId } satisfies Wire));
+      stored = true;
     }
-    await this.#pool.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
-    this.#sent++;
-    if (wire && 'ref' in wire && Math.random() < 0.05) {
+    // The notifications of one transaction are delivered in the order they were made: the
+    // array's. synchronous_commit off for this transaction only, whoever owns the pool.
+    await this.#pool.query("SELECT set_config('synchronous_commit', 'off', true), count(pg_notify($1, p)) FROM unnest($2::text[]) AS p", [this.channel, payloads]);
+    this.#sent += payloads.length;
+    if (stored && Math.random() < 0.05) {
       // Old payloads are only needed by listeners minutes behind; drop them now and then, after
       // the notification and apart from it.
       this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`).catch(() => {});
@@ -198,15 +236,9 @@ export class TaskEventPublisher implements AsyncDisposable {
       if (this.#ended.size >= 10_000) this.#ended.clear();
       this.#ended.set(event.taskId, event.counts.round);
     }
-    const job = this.#tail.then(() => this.#notify(event));
-    const settled = job
-      .catch(() => {
-        liveCounts.notifyFailures++;
-      })
-      .finally(() => this.#inFlight.delete(settled));
-    this.#tail = settled;
-    this.#inFlight.add(settled);
-    return job;
+    const sent = Promise.withResolvers<void>();
+    this.#queue({ event, sent });
+    return sent.promise;
   }
 
   /** Sends what is waiting (trailing progress included) and waits for it. */
@@ -217,7 +249,7 @@ export class TaskEventPublisher implements AsyncDisposable {
       if (pending.latest) this.#send(pending.latest);
       this.#pending.delete(taskId);
     }
-    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    while (this.#sending) await this.#sending;
   }
 
   async close(): Promise<void> {

@@ -112,6 +112,57 @@ describe('publisher and subscriber', () => {
     off();
   });
 
+  it('sends what is published while a NOTIFY is on its way in the next statement, in order', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    // A pool of its own whose statements are counted.
+    const counted = new pg.Pool({ connectionString: db.url, max: 2 });
+    let statements = 0;
+    const query = counted.query.bind(counted);
+    counted.query = ((...args: Parameters<typeof query>) => {
+      statements++;
+      return query(...args);
+    }) as typeof counted.query;
+    const batched = new TaskEventPublisher({ pool: counted, logger });
+    // More than one statement holds (200): the order holds across them too.
+    for (let i = 0; i < 450; i++) batched.publish(log(taskId, `line ${i}`));
+    const ending = batched.deliver(completed(taskId, 450));
+    await ending;
+    await waitFor(() => events.length === 451, 'every line and the ending');
+    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual([...Array.from({ length: 450 }, (_, i) => `line ${i}`), 'task.completed']);
+    expect(batched.sent).toBe(451);
+    // The first alone, the rest in statements of at most 200.
+    expect(statements).toBeGreaterThanOrEqual(4);
+    expect(statements).toBeLessThanOrEqual(5);
+    await batched.close();
+    await counted.end();
+    off();
+  });
+
+  it('an ending it could not deliver rejects, and the ones after it still go', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const flaky = new pg.Pool({ connectionString: db.url, max: 1 });
+    const query = flaky.query.bind(flaky);
+    let failNext = true;
+    flaky.query = ((...args: Parameters<typeof query>) => {
+      if (failNext) {
+        failNext = false;
+        return Promise.reject(new Error('connection lost'));
+      }
+      return query(...args);
+    }) as typeof flaky.query;
+    const publisher2 = new TaskEventPublisher({ pool: flaky, logger });
+    await expect(publisher2.deliver(completed(taskId, 1))).rejects.toThrow('connection lost');
+    await publisher2.deliver(completed(randomUUID(), 2));
+    publisher2.publish(log(taskId, 'after the failure'));
+    await waitFor(() => events.length === 1, 'the line after the failure');
+    expect(events[0]).toMatchObject({ type: 'item.log', message: 'after the failure' });
+    await publisher2.close();
+    await flaky.end();
+    off();
+  });
+
   it('logs and skips notifications it cannot read, and keeps listening', async () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);

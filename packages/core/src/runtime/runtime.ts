@@ -507,9 +507,18 @@ export class Fanout implements AsyncDisposable {
     const task = await this.telemetry.submit(def.name, newTask.tenant ?? null, async () => {
       // The items' spans continue the submit's trace, as they continue a manager's dispatch.
       const trace = this.telemetry.jobFields().trace ?? null;
-      const created = await this.telemetry.page(newTask as Pick<TaskRecord, 'kind' | 'tenant'>, 1, items, () =>
-        this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace)),
-      );
+      const created = await this.telemetry.page(newTask as Pick<TaskRecord, 'kind' | 'tenant'>, 1, items, async () => {
+        // A busy tenant's window is all waiting: then the task goes in by itself (one statement
+        // for the task and its items, no transaction around it), and the window is looked at
+        // again after it, as after any commit whose window the queue skipped.
+        const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
+        if (!(await this.#windowWaiting(null, def.name, window).catch(() => false))) {
+          return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace));
+        }
+        const stored = await store.createDispatchedTask(newTask, items, null, trace);
+        if (stored.inserted > (stored.settled?.failed ?? 0)) await this.#topUp(def.name, window);
+        return stored;
+      });
       dispatch.settled = created.settled;
       return created.task;
     });
@@ -703,16 +712,22 @@ export class Fanout implements AsyncDisposable {
         }
       },
       committed: async () => {
-        for (const [kind, jobs] of later.splice(0)) {
-          // Best effort: a top-up that fails here is left to the maintenance loop's check of quiet tasks.
-          try {
-            if (!(await this.#windowWaiting(null, kind, jobs))) await this.#enqueueTickets(null, kind, jobs);
-          } catch (error) {
-            this.#reportError(error, 'topping up the jobs of items made runnable');
-          }
-        }
+        for (const [kind, jobs] of later.splice(0)) await this.#topUp(kind, jobs);
       },
     };
+  }
+
+  /**
+   * After a commit that made items runnable without inserting its window's jobs: inserts them
+   * unless they all still wait. Best effort: a top-up that fails here is left to the maintenance
+   * loop's check of quiet tasks.
+   */
+  async #topUp(kind: string, window: readonly TicketJob[]): Promise<void> {
+    try {
+      if (!(await this.#windowWaiting(null, kind, window))) await this.#enqueueTickets(null, kind, window);
+    } catch (error) {
+      this.#reportError(error, 'topping up the jobs of items made runnable');
+    }
   }
 
   /**

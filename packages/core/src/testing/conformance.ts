@@ -211,7 +211,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
     });
 
     describe('dispatched at submit', () => {
-      const create = (options: Partial<Parameters<FanoutStore['createTask']>[0]>, listed: NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null = null) =>
+      const create = (options: Partial<Parameters<FanoutStore['createTask']>[0]>, listed: NewItem[], enqueue: EnqueueWork | null, trace: Record<string, string> | null = null) =>
         store.createDispatchedTask!({ kind, input: { test: true }, maxAttempts: 3, ...options }, listed, enqueue, trace);
 
       it('creates a running task with its items and their jobs, its dispatch done, in one transaction', async (t) => {
@@ -234,6 +234,26 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await store.claimItems(ids, token, LEASE)).claimed).toHaveLength(3);
         const done = await store.settleItems(ids.map((itemId) => outcome(itemId, token)));
         expect(done.tasks[0]).toMatchObject({ status: 'completed', finished: true, succeeded: 3 });
+      });
+
+      it("without jobs to enqueue (the caller saw its tenant's waiting), stores the task and its items all the same, all or nothing", async (t) => {
+        if (!store.createDispatchedTask) return t.skip();
+        const tenant = `inline-nojobs-${randomUUID()}`;
+        const { task, inserted, settled } = await create({ tenant }, items(3), null);
+        expect(inserted).toBe(3);
+        expect(task).toMatchObject({ status: 'running', total: 3, replayed: false });
+        expect(settled).toMatchObject({ status: 'running', finished: false, dispatched: true });
+        const { rows } = await store.listItems(task.id, { limit: 10 });
+        expect(rows.map((r) => r.status)).toEqual(['pending', 'pending', 'pending']);
+        const token = randomUUID();
+        expect((await store.claimItems(rows.map((r) => r.id), token, LEASE)).claimed).toHaveLength(3);
+        // A replayed key inserts nothing here either.
+        const first = await create({ tenant, idempotencyKey: 'once-null', requestHash: 'h' }, items(2), null);
+        expect(await create({ tenant, idempotencyKey: 'once-null', requestHash: 'h' }, items(2), null)).toMatchObject({ inserted: 0, settled: null, task: { id: first.task.id, replayed: true } });
+        // An item the table refuses (a NUL in its snapshot) fails the whole write: no task is left.
+        const refused = `inline-nojobs-refused-${randomUUID()}`;
+        await expect(create({ tenant: refused }, [...items(2), { key: 'nul', seq: 3, snapshot: { text: 'a\u0000b' } }], null)).rejects.toThrow();
+        expect((await store.listTasks({ tenant: refused, limit: 10 })).rows).toHaveLength(0);
       });
 
       it('finishes at once a task with no item left to run', async (t) => {

@@ -53,12 +53,13 @@ async function replayedTask(tx: PrismaQueryable, task: NewTask): Promise<Submitt
  * A task with its dispatch done, in `tx`: inserted `running` with its counters final and its
  * dispatch marked done (finished at once when nothing is left to run, stopping when its failures
  * are over the tolerance: the same functions as a manager's last page and `finishDispatch`), with
- * its items and their ready rows, in one statement; then its tenant's jobs. A new task has no
+ * its items and their ready rows, in one statement; then its tenant's jobs (none when `enqueue` is
+ * null: the statement alone, on a connection outside any transaction, is all or nothing). A new task has no
  * items yet, so its counters are known before it goes in: the first item of each key is kept (a
  * page skips a key it repeats the same way). No other transaction can see the task before the
  * commit, so nothing is locked or re-read on the way. A replayed idempotency key inserts nothing.
  */
-export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
+export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork | null, trace: Record<string, string> | null): Promise<DispatchedTask> {
   // Keys compared as PostgreSQL stores them (a lone surrogate is sent as U+FFFD, so two keys that
   // differ only there are one key in the table).
   const seen = new Set<string>();
@@ -105,7 +106,7 @@ export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, i
     return { task: await replayedTask(tx, task), inserted: 0, settled: null };
   }
   if (row.items_inserted !== total) throw new Error(`task ${row.id}: ${row.items_inserted} of its ${total} items went in`);
-  if (row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
+  if (enqueue && row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
   return { task: { ...toTask(row), replayed: false }, inserted: row.total, settled: toSettled(row) };
 }
 

@@ -10,20 +10,20 @@ import { PrismaClient } from './generated/client.ts';
 for (const mode of ['prisma', 'prisma with pool'] as const) {
   let db: TestDatabase;
   let prisma: PrismaClient;
+  let pool: pg.Pool;
 
   runStoreConformance(mode, {
     async setup() {
       db = await createTestDatabase({ migrations: [migrationsDir] });
-      if (mode === 'prisma') {
-        prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.url, max: 10 }) });
-        return prismaFanoutStore(prisma);
-      }
-      const pool = new pg.Pool({ connectionString: db.url, max: 10 });
-      prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-      return prismaFanoutStore(prisma, { pool });
+      // The pool is ours in both modes, so the teardown closes it before the database goes (idle
+      // connections the drop terminated would be errors nobody listens for).
+      pool = new pg.Pool({ connectionString: db.url, max: 10 });
+      prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+      return mode === 'prisma' ? prismaFanoutStore(prisma) : prismaFanoutStore(prisma, { pool });
     },
     async teardown() {
       await prisma?.$disconnect();
+      await pool?.end();
       await db?.drop();
     },
     async tamperCounters(taskId, counters) {

@@ -152,6 +152,14 @@ function makeName(label: string | undefined): string {
 export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   await withClient(adminUrl, async (admin) => {
     const others = 'FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()';
+    // A pool that was just ended has sent its connections' Terminate without waiting for them to
+    // close: they leave within milliseconds. Terminated before that, a client still closing reports
+    // the termination as an 'error' event that nobody listens for any more (an uncaught exception).
+    for (let i = 0; i < 25; i++) {
+      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n ${others}`, [name]);
+      if (rows[0]?.n === 0) break;
+      await sleep(10);
+    }
     const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) ${others}`, [name]);
     // DROP waits for terminated backends to exit itself, but by sleeping 100 ms per check; poll faster.
     for (let i = 0; (rowCount ?? 0) > 0 && i < 200; i++) {

@@ -513,7 +513,8 @@ export class Fanout implements AsyncDisposable {
         // again after it, as after any commit whose window the queue skipped.
         const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
         if (!(await this.#windowWaiting(null, def.name, window).catch(() => false))) {
-          return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace));
+          // (Just read: the window is not all waiting, so its jobs are inserted without a second look.)
+          return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace), { windowRead: true });
         }
         const stored = await store.createDispatchedTask(newTask, items, null, trace);
         if (stored.inserted > (stored.settled?.failed ?? 0)) await this.#topUp(def.name, window);
@@ -696,7 +697,7 @@ export class Fanout implements AsyncDisposable {
    * sees the items, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
    * become visible with the items: no such gap.)
    */
-  #enqueuer(): { enqueue: EnqueueWork; committed(): Promise<void> } {
+  #enqueuer(options: { windowRead?: boolean } = {}): { enqueue: EnqueueWork; committed(): Promise<void> } {
     const later: Array<[string, TicketJob[]]> = [];
     return {
       enqueue: async (tx, work) => {
@@ -708,7 +709,7 @@ export class Fanout implements AsyncDisposable {
           if (due.length > 0) await this.#enqueueTickets(tx, kind, due);
           if (window.length === 0) continue;
           // A busy tenant's window is usually all waiting: the insert would skip every job.
-          if ((await this.#windowWaiting(tx, kind, window)) || (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
+          if ((!options.windowRead && (await this.#windowWaiting(tx, kind, window))) || (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
         }
       },
       committed: async () => {
@@ -747,9 +748,13 @@ export class Fanout implements AsyncDisposable {
     return rows[0]?.waiting === window.length;
   }
 
-  /** Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed. */
-  async #withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>): Promise<T> {
-    const enqueuer = this.#enqueuer();
+  /**
+   * Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed.
+   * `windowRead`: the caller has just found the window not all waiting (its jobs are inserted
+   * without reading it again).
+   */
+  async #withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>, options: { windowRead?: boolean } = {}): Promise<T> {
+    const enqueuer = this.#enqueuer(options);
     const result = await call(enqueuer.enqueue);
     await enqueuer.committed();
     return result;

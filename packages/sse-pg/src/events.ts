@@ -48,10 +48,14 @@ export type TaskStateEvent = Extract<TaskEvent, { counts: TaskCounts }>;
 export const isStateEvent = (event: TaskEvent): event is TaskStateEvent => 'counts' in event;
 export const isTerminalEvent = (event: TaskEvent): boolean => (TERMINAL_EVENT_TYPES as readonly string[]).includes(event.type);
 
-/** What a NOTIFY carries: the event itself, or a reference to its stored payload. */
+/**
+ * What a NOTIFY carries: the event itself, or a reference to its stored payload. `n` numbers a
+ * publisher's notifications: PostgreSQL delivers only one of identical notifications sent in one
+ * transaction, and a batch can hold two identical events (a line logged twice in a millisecond).
+ */
 export const wireSchema = z.union([
-  z.object({ v: z.literal(1), event: taskEventSchema }),
-  z.object({ v: z.literal(1), ref: z.string().regex(/^\d+$/), taskId: z.uuid() }),
+  z.object({ v: z.literal(1), n: z.number().int().optional(), event: taskEventSchema }),
+  z.object({ v: z.literal(1), n: z.number().int().optional(), ref: z.string().regex(/^\d+$/), taskId: z.uuid() }),
 ]);
 export type Wire = z.infer<typeof wireSchema>;
 

@@ -76,6 +76,8 @@ export class TaskEventPublisher implements AsyncDisposable {
   /** The loop sending `#outgoing`, while it runs. */
   #sending: Promise<void> | null = null;
   #dropped = 0;
+  /** The number the next notification carries (see `Wire`). */
+  #numbered = 0;
   // Rounds whose ending was sent, per task: progress of that round arriving late (settles finish
   // out of order) is stale and dropped.
   readonly #ended = new Map<string, number>();
@@ -178,15 +180,21 @@ export class TaskEventPublisher implements AsyncDisposable {
     try {
       while (this.#outgoing.length > 0) {
         const batch = this.#outgoing.splice(0, MAX_BATCH);
-        try {
-          await this.#notify(batch.map((o) => o.event));
-          for (const o of batch) o.sent?.resolve();
-        } catch (error) {
-          liveCounts.notifyFailures += batch.length;
-          for (const o of batch) {
-            if (o.sent) o.sent.reject(error);
-            else this.#logger?.warn('task event broadcast failed', { taskId: o.event.taskId, type: o.event.type, error: (error as Error).message });
+        const ready: Array<{ outgoing: Outgoing; payload: string }> = [];
+        for (const outgoing of batch) {
+          try {
+            ready.push({ outgoing, payload: await this.#payload(outgoing.event) });
+          } catch (error) {
+            // (A payload too large for a NOTIFY that its table refused: that event alone fails.)
+            this.#failed([outgoing], error);
           }
+        }
+        if (ready.length === 0) continue;
+        try {
+          await this.#notify(ready.map((r) => r.payload));
+          for (const r of ready) r.outgoing.sent?.resolve();
+        } catch (error) {
+          this.#failed(ready.map((r) => r.outgoing), error);
         }
       }
     } finally {
@@ -194,31 +202,36 @@ export class TaskEventPublisher implements AsyncDisposable {
     }
   }
 
-  async #notify(events: readonly TaskEvent[]): Promise<void> {
-    const payloads: string[] = [];
-    let stored = false;
-    for (const event of events) {
-      const payload = JSON.stringify({ v: 1, event } satisfies Wire);
-      if (Buffer.byteLength(payload, 'utf8') <= MAX_NOTIFY_BYTES) {
-        payloads.push(payload);
-        continue;
-      }
-      const { rows } = await this.#pool.query<{ id: string }>(
-        'INSERT INTO fanout_event_payload (task_id, payload) VALUES ($1, $2) RETURNING id::text AS id',
-        [event.taskId, JSON.stringify(event)],
-      );
-      payloads.push(JSON.stringify({ v: 1, ref: rows[0]!.id, taskId: event.taskId } satisfies Wire));
-      stored = true;
+  #failed(outgoing: readonly Outgoing[], error: unknown): void {
+    liveCounts.notifyFailures += outgoing.length;
+    for (const o of outgoing) {
+      if (o.sent) o.sent.reject(error);
+      else this.#logger?.warn('task event broadcast failed', { taskId: o.event.taskId, type: o.event.type, error: (error as Error).message });
     }
+  }
+
+  /** An event's NOTIFY payload: the event, or (too large for a NOTIFY) a reference to it stored. */
+  async #payload(event: TaskEvent): Promise<string> {
+    const n = this.#numbered++;
+    const payload = JSON.stringify({ v: 1, n, event } satisfies Wire);
+    if (Buffer.byteLength(payload, 'utf8') <= MAX_NOTIFY_BYTES) return payload;
+    const { rows } = await this.#pool.query<{ id: string }>(
+      'INSERT INTO fanout_event_payload (task_id, payload) VALUES ($1, $2) RETURNING id::text AS id',
+      [event.taskId, JSON.stringify(event)],
+    );
+    if (Math.random() < 0.05) {
+      // Old payloads are only needed by listeners minutes behind; drop them now and then, apart
+      // from the notification.
+      this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`).catch(() => {});
+    }
+    return JSON.stringify({ v: 1, n, ref: rows[0]!.id, taskId: event.taskId } satisfies Wire);
+  }
+
+  async #notify(payloads: readonly string[]): Promise<void> {
     // The notifications of one transaction are delivered in the order they were made: the
     // array's. synchronous_commit off for this transaction only, whoever owns the pool.
     await this.#pool.query("SELECT set_config('synchronous_commit', 'off', true), count(pg_notify($1, p)) FROM unnest($2::text[]) AS p", [this.channel, payloads]);
     this.#sent += payloads.length;
-    if (stored && Math.random() < 0.05) {
-      // Old payloads are only needed by listeners minutes behind; drop them now and then, after
-      // the notification and apart from it.
-      this.#pool.query(`DELETE FROM fanout_event_payload WHERE created_at < now() - interval '1 hour'`).catch(() => {});
-    }
   }
 
   /**

@@ -139,6 +139,36 @@ describe('publisher and subscriber', () => {
     off();
   });
 
+  it('delivers two identical events of one batch both (PostgreSQL folds identical notifications of a transaction)', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const same = log(taskId, 'the same line twice');
+    publisher.publish(log(taskId, 'first'));
+    // Queued while the first is on its way: the two go in one statement.
+    publisher.publish(same);
+    publisher.publish(same);
+    await publisher.flush();
+    await waitFor(() => events.length === 3, 'three lines');
+    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual(['first', 'the same line twice', 'the same line twice']);
+    off();
+  });
+
+  it('an event whose stored payload is refused fails alone: the others of its batch go', async () => {
+    const taskId = randomUUID();
+    const { events, off } = collect(taskId);
+    const before = warnings.length;
+    publisher.publish(log(taskId, 'first'));
+    publisher.publish(log(taskId, 'before'));
+    // Too large for a NOTIFY, and jsonb refuses the NUL its data carries.
+    publisher.publish({ ...log(taskId, 'z'.repeat(9000)), data: { nul: 'a\u0000b' } } as TaskEvent);
+    publisher.publish(log(taskId, 'after'));
+    await publisher.flush();
+    await waitFor(() => events.length === 3, 'the three other lines');
+    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual(['first', 'before', 'after']);
+    expect(warnings.slice(before)).toContain('task event broadcast failed');
+    off();
+  });
+
   it('an ending it could not deliver rejects, and the ones after it still go', async () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);

@@ -138,10 +138,13 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#transaction((tx) => dispatch.insertTask(tx, task, enqueue));
   }
 
-  async createDispatchedTask(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork | null, trace: Record<string, string> | null): Promise<DispatchedTask> {
-    // Without jobs to enqueue, the one statement is the whole write: no transaction around it.
-    if (enqueue === null) return dispatch.insertDispatchedTask(this.#db, task, items, null, trace);
+  async createDispatchedTask(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
     return this.#transaction((tx) => dispatch.insertDispatchedTask(tx, task, items, enqueue, trace));
+  }
+
+  async createDispatchedTaskAlone(task: NewTask, items: readonly NewItem[], trace: Record<string, string> | null): Promise<DispatchedTask> {
+    // Without jobs to enqueue, the one statement is the whole write: no transaction around it.
+    return dispatch.insertDispatchedTask(this.#db, task, items, null, trace);
   }
 
   async getTask(id: string): Promise<TaskRecord | null> {

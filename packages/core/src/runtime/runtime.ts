@@ -512,11 +512,17 @@ export class Fanout implements AsyncDisposable {
         // for the task and its items, no transaction around it), and the window is looked at
         // again after it, as after any commit whose window the queue skipped.
         const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
-        if (!(await this.#windowWaiting(null, def.name, window).catch(() => false))) {
+        const alone = this.store.createDispatchedTaskAlone?.bind(this.store);
+        if (!alone) return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace));
+        const waiting = await this.#windowWaiting(null, def.name, window).catch((error: unknown) => {
+          this.#reportError(error, 'reading the jobs of a tenant');
+          return false;
+        });
+        if (!waiting) {
           // (Just read: the window is not all waiting, so its jobs are inserted without a second look.)
           return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace), { windowRead: true });
         }
-        const stored = await store.createDispatchedTask(newTask, items, null, trace);
+        const stored = await alone(newTask, items, trace);
         if (stored.inserted > (stored.settled?.failed ?? 0)) await this.#topUp(def.name, window);
         return stored;
       });

@@ -459,11 +459,15 @@ export interface FanoutStore {
    * does); no manager job. With an idempotency key already used, inserts nothing, as `createTask`.
    * `settled` is the task as the dispatch left it (finished when no item is left to run), for
    * the caller to announce; null on a replay. Optional: without it, every task has a manager.
-   * `enqueue` null: the caller found the tenant's jobs waiting and sees to them after the call;
-   * the task and its items still go in all or nothing, with no transaction around them when the
-   * store can do that in one statement.
    */
-  createDispatchedTask?(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork | null, trace: Record<string, string> | null): Promise<DispatchedTask>;
+  createDispatchedTask?(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask>;
+  /**
+   * `createDispatchedTask` for a caller that found its tenant's jobs all waiting, and looks at
+   * them again after the call: no jobs to enqueue, and the task and its items written with no
+   * transaction around them where the store can do it in one statement (all or nothing either
+   * way). Optional: without it, such a submit goes through `createDispatchedTask`.
+   */
+  createDispatchedTaskAlone?(task: NewTask, items: readonly NewItem[], trace: Record<string, string> | null): Promise<DispatchedTask>;
   getTask(id: string): Promise<TaskRecord | null>;
   listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>>;
   listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>>;

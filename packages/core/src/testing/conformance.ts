@@ -212,7 +212,9 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
 
     describe('dispatched at submit', () => {
       const create = (options: Partial<Parameters<FanoutStore['createTask']>[0]>, listed: NewItem[], enqueue: EnqueueWork | null, trace: Record<string, string> | null = null) =>
-        store.createDispatchedTask!({ kind, input: { test: true }, maxAttempts: 3, ...options }, listed, enqueue, trace);
+        enqueue === null
+          ? store.createDispatchedTaskAlone!({ kind, input: { test: true }, maxAttempts: 3, ...options }, listed, trace)
+          : store.createDispatchedTask!({ kind, input: { test: true }, maxAttempts: 3, ...options }, listed, enqueue, trace);
 
       it('creates a running task with its items and their jobs, its dispatch done, in one transaction', async (t) => {
         if (!store.createDispatchedTask) return t.skip();
@@ -236,8 +238,8 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(done.tasks[0]).toMatchObject({ status: 'completed', finished: true, succeeded: 3 });
       });
 
-      it("without jobs to enqueue (the caller saw its tenant's waiting), stores the task and its items all the same, all or nothing", async (t) => {
-        if (!store.createDispatchedTask) return t.skip();
+      it("alone (the caller saw its tenant's jobs waiting): stores the task and its items all the same, all or nothing, and enqueues nothing", async (t) => {
+        if (!store.createDispatchedTaskAlone) return t.skip();
         const tenant = `inline-nojobs-${randomUUID()}`;
         const { task, inserted, settled } = await create({ tenant }, items(3), null);
         expect(inserted).toBe(3);

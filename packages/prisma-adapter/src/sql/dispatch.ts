@@ -71,7 +71,7 @@ export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, i
   const total = kept.length;
   // Counted as the statement stores them: an item with an error value is stored failed.
   const failed = errors.filter((error) => error !== null).length;
-  const [row] = await tx.$queryRaw<(TaskRow & { items_inserted: number })[]>`
+  const [row] = await tx.$queryRaw<TaskRow[]>`
     WITH counted AS (
       SELECT fanout_over_limit(${failed}::int, ${total}::int, true, ${task.maxFailures ?? null}::int, ${task.maxFailureRatio ?? null}::float8) AS over
     ), task AS (
@@ -100,12 +100,16 @@ export async function insertDispatchedTask(tx: PrismaQueryable, task: NewTask, i
     ), ready AS (
       INSERT INTO fanout_ready (task_id, seq, item_id) SELECT task_id, seq, id FROM inserted WHERE status = 'pending'
     )
-    SELECT task.*, (SELECT count(*)::int FROM inserted) AS items_inserted FROM task`;
+    -- As many items as counted went in, or the statement fails (and with it the whole write, in a
+    -- transaction or not): a text that is not a number, cast to one, is an error that says so.
+    SELECT task.*,
+           CASE WHEN (SELECT count(*) FROM inserted) = ${total}::int THEN 0
+                ELSE ('fanout: ' || (SELECT count(*) FROM inserted) || ' of the task''s ' || ${total}::int || ' items went in')::int END AS checked
+    FROM task`;
   if (!row) {
     // The key was used before: the first task of it, as a plain submit reads it.
     return { task: await replayedTask(tx, task), inserted: 0, settled: null };
   }
-  if (row.items_inserted !== total) throw new Error(`task ${row.id}: ${row.items_inserted} of its ${total} items went in`);
   if (enqueue && row.total > row.failed) await enqueue(executor(tx), [{ taskId: row.id, kind: row.kind, tenant: row.tenant }]);
   return { task: { ...toTask(row), replayed: false }, inserted: row.total, settled: toSettled(row) };
 }

@@ -45,6 +45,17 @@ function collect(taskId: string) {
   return { events, off };
 }
 
+/** What a test reads of the events it got: a log line's message, else the event's type. */
+const messages = (events: readonly TaskEvent[]) => events.map((e) => (e.type === 'item.log' ? e.message : e.type));
+
+/** A pool of the test database whose `query` goes through `through` (to count or fail statements). */
+function poolThrough(through: (query: pg.Pool['query'], args: unknown[]) => unknown): pg.Pool {
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const query = pool.query.bind(pool);
+  pool.query = ((...args: unknown[]) => through(query, args)) as pg.Pool['query'];
+  return pool;
+}
+
 describe('publisher and subscriber', () => {
   it('delivers events across connections, text that looks like SQL included', async () => {
     const taskId = randomUUID();
@@ -116,20 +127,18 @@ describe('publisher and subscriber', () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);
     // A pool of its own whose statements are counted.
-    const counted = new pg.Pool({ connectionString: db.url, max: 2 });
     let statements = 0;
-    const query = counted.query.bind(counted);
-    counted.query = ((...args: Parameters<typeof query>) => {
+    const counted = poolThrough((query, args) => {
       statements++;
-      return query(...args);
-    }) as typeof counted.query;
+      return (query as (...a: unknown[]) => unknown)(...args);
+    });
     const batched = new TaskEventPublisher({ pool: counted, logger });
     // More than one statement holds (200): the order holds across them too.
     for (let i = 0; i < 450; i++) batched.publish(log(taskId, `line ${i}`));
     const ending = batched.deliver(completed(taskId, 450));
     await ending;
     await waitFor(() => events.length === 451, 'every line and the ending');
-    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual([...Array.from({ length: 450 }, (_, i) => `line ${i}`), 'task.completed']);
+    expect(messages(events)).toEqual([...Array.from({ length: 450 }, (_, i) => `line ${i}`), 'task.completed']);
     expect(batched.sent).toBe(451);
     // The first alone, the rest in statements of at most 200.
     expect(statements).toBeGreaterThanOrEqual(4);
@@ -149,7 +158,7 @@ describe('publisher and subscriber', () => {
     publisher.publish(same);
     await publisher.flush();
     await waitFor(() => events.length === 3, 'three lines');
-    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual(['first', 'the same line twice', 'the same line twice']);
+    expect(messages(events)).toEqual(['first', 'the same line twice', 'the same line twice']);
     off();
   });
 
@@ -164,7 +173,7 @@ describe('publisher and subscriber', () => {
     publisher.publish(log(taskId, 'after'));
     await publisher.flush();
     await waitFor(() => events.length === 3, 'the three other lines');
-    expect(events.map((e) => (e.type === 'item.log' ? e.message : e.type))).toEqual(['first', 'before', 'after']);
+    expect(messages(events)).toEqual(['first', 'before', 'after']);
     expect(warnings.slice(before)).toContain('task event broadcast failed');
     off();
   });
@@ -172,16 +181,12 @@ describe('publisher and subscriber', () => {
   it('an ending it could not deliver rejects, and the ones after it still go', async () => {
     const taskId = randomUUID();
     const { events, off } = collect(taskId);
-    const flaky = new pg.Pool({ connectionString: db.url, max: 1 });
-    const query = flaky.query.bind(flaky);
     let failNext = true;
-    flaky.query = ((...args: Parameters<typeof query>) => {
-      if (failNext) {
-        failNext = false;
-        return Promise.reject(new Error('connection lost'));
-      }
-      return query(...args);
-    }) as typeof flaky.query;
+    const flaky = poolThrough((query, args) => {
+      if (!failNext) return (query as (...a: unknown[]) => unknown)(...args);
+      failNext = false;
+      return Promise.reject(new Error('connection lost'));
+    });
     const publisher2 = new TaskEventPublisher({ pool: flaky, logger });
     await expect(publisher2.deliver(completed(taskId, 1))).rejects.toThrow('connection lost');
     await publisher2.deliver(completed(randomUUID(), 2));

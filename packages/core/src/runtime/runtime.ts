@@ -745,8 +745,7 @@ export class Fanout implements AsyncDisposable {
    */
   async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {
     if (this.#bossSchema === null) return false;
-    const db = tx ?? this.store.sqlExecutor?.() ?? this.#boss.getDb();
-    const { rows } = await db.executeSql(
+    const { rows } = await (this.#jobsDb(tx) ?? this.#boss.getDb()).executeSql(
       `SELECT count(*)::int AS waiting FROM ${this.#bossSchema}.job
        WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
       [this.definition(kind).childQueue, window.map((job) => job.singletonKey)],
@@ -773,9 +772,14 @@ export class Fanout implements AsyncDisposable {
   async #enqueueTickets(tx: SqlExecutor | null, kind: string, jobs: readonly TicketJob[]): Promise<number> {
     const definition = this.definition(kind);
     for (const job of jobs) assertJobPayload(definition.childQueue, job.data);
-    const db = tx ?? this.store.sqlExecutor?.() ?? null;
+    const db = this.#jobsDb(tx);
     const ids = await this.#boss.insert(definition.childQueue, jobs as TicketJob[], { returnId: true, ...(db ? { db } : {}) });
     return ids?.length ?? 0;
+  }
+
+  /** Where the child queue's statements go: the store's transaction, else the store's pool (null: pg-boss's own). */
+  #jobsDb(tx: SqlExecutor | null): SqlExecutor | null {
+    return tx ?? this.store.sqlExecutor?.() ?? null;
   }
 
   #afterSettle(result: SettleResult): void {

@@ -63,11 +63,15 @@ describe('telemetry with an SDK registered', () => {
     const task = await finished(id);
     expect(task).toMatchObject({ status: 'completed', total: 100, succeeded: 100, failed: 0 });
 
-    // Item spans end once their outcome is stored, just after the statement that finished the task.
+    // Item spans end once their outcome is stored, just after the statement that finished the task;
+    // the deliveries they link to end when their job's handler returns, which can be a moment later.
     const inTrace = await waitFor(() => {
-      const spans = otel.spans().filter((s) => s.spanContext().traceId === traceId);
-      return spans.filter((s) => s.name === SPAN.item).length === 101 ? spans : null;
-    }, { message: '101 item spans in the trace' });
+      const exported = otel.spans();
+      const ids = new Set(exported.map(idOf));
+      const spans = exported.filter((s) => s.spanContext().traceId === traceId);
+      const items = spans.filter((s) => s.name === SPAN.item);
+      return items.length === 101 && items.every((item) => item.links.every((l) => ids.has(l.context.spanId))) ? spans : null;
+    }, { message: '101 item spans in the trace, and the spans they link to' });
     const all = otel.spans();
     const byName = (name: string) => inTrace.filter((s) => s.name === name);
     const one = (name: string) => {

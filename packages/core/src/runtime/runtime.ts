@@ -188,6 +188,8 @@ export class Fanout implements AsyncDisposable {
   readonly #ownsBoss: boolean;
   /** pg-boss's schema when this runtime made the PgBoss (see `#windowWaiting`). */
   readonly #bossSchema: string | null;
+  /** The table each child queue's jobs are in, once read (see `#jobTable`). */
+  readonly #jobTables = new Map<string, Promise<string>>();
   readonly #definitions = new Map<string, AnyFanoutDefinition>();
   readonly #worker: WorkerSettings;
   readonly #maintenance: MaintenanceSettings;
@@ -431,6 +433,8 @@ export class Fanout implements AsyncDisposable {
     // createQueue leaves an existing queue as it was; bring its options up to date.
     await this.#boss.updateQueue(definition.childQueue, { ...childQueue, deadLetter: definition.deadLetterQueue });
     await this.#boss.updateQueue(definition.managerQueue, managerQueue);
+    // Read now rather than in the first transaction that reads the window (a failure: at first use).
+    if (this.#bossSchema !== null) await this.#jobTable(definition.childQueue).catch(() => {});
   }
 
   #assertStarted(): void {
@@ -745,12 +749,46 @@ export class Fanout implements AsyncDisposable {
    */
   async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {
     if (this.#bossSchema === null) return false;
-    const { rows } = await (this.#jobsDb(tx) ?? this.#boss.getDb()).executeSql(
-      `SELECT count(*)::int AS waiting FROM ${this.#bossSchema}.job
-       WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
-      [this.definition(kind).childQueue, window.map((job) => job.singletonKey)],
-    );
-    return rows[0]?.waiting === window.length;
+    const queue = this.definition(kind).childQueue;
+    const table = await this.#jobTable(queue);
+    try {
+      const { rows } = await (this.#jobsDb(tx) ?? this.#boss.getDb()).executeSql(
+        `SELECT count(*)::int AS waiting FROM ${table}
+         WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
+        [queue, window.map((job) => job.singletonKey)],
+      );
+      return rows[0]?.waiting === window.length;
+    } catch (error) {
+      // 42P01: the table went (the queue was dropped and made again): read where it is next time.
+      if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
+      throw error;
+    }
+  }
+
+  /**
+   * The table pg-boss keeps a queue's jobs in (`queue.table_name`: the queue's own partition, or
+   * the table it shares), read once. A prepared statement on the partitioned parent is planned
+   * again at every run (its generic plan covers every queue's partition, so PostgreSQL never
+   * prefers it), and that planning cost ten times the read itself; on the queue's own table the
+   * generic plan is as good and is kept. Until the queue exists, the parent is read.
+   */
+  #jobTable(queue: string): Promise<string> {
+    const schema = this.#bossSchema!;
+    let table = this.#jobTables.get(queue);
+    if (table === undefined) {
+      table = this.#boss
+        .getDb()
+        .executeSql(`SELECT table_name FROM ${schema}.queue WHERE name = $1`, [queue])
+        .then(({ rows }) => {
+          const name = (rows[0] as { table_name?: unknown } | undefined)?.table_name;
+          if (typeof name === 'string') return `${schema}."${name.replaceAll('"', '""')}"`;
+          this.#jobTables.delete(queue);
+          return `${schema}.job`;
+        });
+      table.catch(() => this.#jobTables.delete(queue));
+      this.#jobTables.set(queue, table);
+    }
+    return table;
   }
 
   /**

@@ -17,7 +17,8 @@ export async function markAnnounced(db: PrismaQueryable, taskId: string, round: 
 /** `markAnnounced` for several tasks in one statement (their rows locked in id order by `locked`, like every batch). */
 export async function markAnnouncedMany(db: PrismaQueryable, tasks: ReadonlyArray<{ taskId: string; round: number }>): Promise<void> {
   await db.$queryRaw`
-    WITH v AS (SELECT * FROM unnest(${tasks.map((t) => t.taskId)}::uuid[], ${tasks.map((t) => t.round)}::int[]) AS v(id, round)),
+    -- The arrays as scalar subqueries: planned once per connection (see \`poolQueryable\`).
+    WITH v AS (SELECT * FROM unnest((SELECT ${tasks.map((t) => t.taskId)}::uuid[]), (SELECT ${tasks.map((t) => t.round)}::int[])) AS v(id, round)),
     locked AS (SELECT t.id FROM fanout_task t JOIN v ON v.id = t.id ORDER BY t.id FOR UPDATE OF t)
     UPDATE fanout_task t SET announced_round = v.round, announce_lease_until = NULL
     FROM v, locked

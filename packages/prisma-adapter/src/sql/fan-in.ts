@@ -34,7 +34,8 @@ export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[
     UPDATE fanout_task t SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
     FROM (
       SELECT id FROM fanout_task
-      WHERE id = ANY(${[...taskIds]}::uuid[])
+      -- The array as a scalar subquery: planned once per connection (see \`poolQueryable\`).
+      WHERE id = ANY((SELECT ${[...taskIds]}::uuid[])::uuid[])
         AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
       ORDER BY id FOR UPDATE) due
@@ -46,7 +47,8 @@ export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[
 /** `completeFanIn` for several tasks in one statement (rows locked in id order by `locked`); answers the ids recorded. */
 export async function completeFanIns(db: PrismaQueryable, done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
-    WITH v AS (SELECT * FROM unnest(${done.map((d) => d.taskId)}::uuid[], ${done.map((d) => d.round)}::int[], ${done.map((d) => d.token)}::uuid[]) AS v(id, round, token)),
+    -- The arrays as scalar subqueries: planned once per connection (see \`poolQueryable\`).
+    WITH v AS (SELECT * FROM unnest((SELECT ${done.map((d) => d.taskId)}::uuid[]), (SELECT ${done.map((d) => d.round)}::int[]), (SELECT ${done.map((d) => d.token)}::uuid[])) AS v(id, round, token)),
     locked AS (SELECT t.id FROM fanout_task t JOIN v ON v.id = t.id ORDER BY t.id FOR UPDATE OF t)
     UPDATE fanout_task t SET fanin_round = v.round, fanin_lease_until = NULL, fanin_token = NULL
     FROM v, locked

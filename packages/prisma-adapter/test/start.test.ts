@@ -96,39 +96,57 @@ describe("start() with the app's own PgBoss", () => {
   });
 });
 
-describe('start() with pg-boss in a schema of its own', () => {
-  it("works its tasks there: the jobs, and the runtime's reads of a tenant's waiting jobs", async () => {
+describe('start() and the table pg-boss keeps the child queue in', () => {
+  it("works its tasks with pg-boss in a schema of its own: the jobs, and the runtime's reads of a tenant's waiting jobs", async () => {
     const { url, pool } = await database();
     const atSubmit = defineFanout({ ...definition, name: 'start_schema', options: { manager: { dispatchAtSubmit: 100 } } });
-    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-    const fanout = createFanout({ store: prismaFanoutStore(prisma, { pool }), boss: { connectionString: url, schema: 'app_jobs' }, definitions: [atSubmit] });
-    // A read of the wrong table would not lose a task (the runtime inserts the jobs instead) but
-    // it is reported: none may be.
-    const errors: string[] = [];
-    const allDone = Promise.withResolvers<void>();
-    fanout.events.on('error', ({ error, context }) => {
-      errors.push(`${context}: ${(error as Error).message}`);
-      allDone.resolve(); // the expectations below say what went wrong
-    });
-    await fanout.start({ presence: false, maintenance: false });
-    // Listening first: a task of this process can complete before its submit returns.
-    const done = new Map<string, number>();
-    fanout.events.on('task.completed', (task) => {
-      done.set(task.id, task.succeeded);
-      if (done.size === 7) allDone.resolve();
-    });
-    // Submits of one tenant side by side: each one after the first finds the tenant's window
-    // waiting (or being taken), read from the schema pg-boss was given; the last one lists more
-    // than the submit takes, so a manager dispatches it (its pages read the window in their
-    // transaction).
-    const sizes = [10, 11, 12, 13, 14, 15, 150];
-    const ids = (await Promise.all(sizes.map((n) => fanout.submit(atSubmit, { n }, { tenant: 'team' })))).map((t) => t.id);
-    await allDone.promise;
-    expect(errors).toEqual([]);
-    expect(ids.map((id) => done.get(id))).toEqual(sizes);
-    await fanout.stop();
+    await submitsOfOneTenant(url, pool, atSubmit, 'app_jobs');
     const { rows } = await pool.query<{ ours: boolean; default: boolean }>(`SELECT to_regnamespace('app_jobs') IS NOT NULL AS ours, to_regnamespace('pgboss') IS NOT NULL AS default`);
     expect(rows[0]).toEqual({ ours: true, default: false });
-    await prisma.$disconnect();
+  });
+
+  it('works its tasks when the child queue is in the table pg-boss shares between queues (made before it had a partition of its own)', async () => {
+    const { url, pool } = await database();
+    const atSubmit = defineFanout({ ...definition, name: 'start_shared', options: { manager: { dispatchAtSubmit: 100 } } });
+    // As an earlier install left it: the queue made without a partition, which createQueue keeps.
+    const boss = new PgBoss({ connectionString: url, max: 2, supervise: false, schedule: false });
+    await boss.start();
+    await boss.createQueue(atSubmit.childQueue, { policy: 'short' });
+    await boss.stop({ graceful: false });
+    await submitsOfOneTenant(url, pool, atSubmit, undefined);
+    const { rows } = await pool.query<{ table_name: string }>(`SELECT table_name FROM pgboss.queue WHERE name = $1`, [atSubmit.childQueue]);
+    expect(rows[0]?.table_name).toBe('job_common');
   });
 });
+
+/**
+ * Seven submits of one tenant side by side: each one after the first finds the tenant's window
+ * waiting (or being taken), read from the table pg-boss keeps the child queue in; the last one
+ * lists more than the submit takes, so a manager dispatches it (its pages read the window in their
+ * transaction). Fails on any error the runtime reports: a read of the wrong table would not lose
+ * a task (the runtime inserts the jobs instead), but it is reported.
+ */
+async function submitsOfOneTenant(url: string, pool: pg.Pool, atSubmit: typeof definition, schema: string | undefined): Promise<void> {
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const fanout = createFanout({ store: prismaFanoutStore(prisma, { pool }), boss: { connectionString: url, ...(schema ? { schema } : {}) }, definitions: [atSubmit] });
+  const errors: string[] = [];
+  const allDone = Promise.withResolvers<void>();
+  fanout.events.on('error', ({ error, context }) => {
+    errors.push(`${context}: ${(error as Error).message}`);
+    allDone.resolve(); // the expectations below say what went wrong
+  });
+  await fanout.start({ presence: false, maintenance: false });
+  // Listening first: a task of this process can complete before its submit returns.
+  const done = new Map<string, number>();
+  fanout.events.on('task.completed', (task) => {
+    done.set(task.id, task.succeeded);
+    if (done.size === 7) allDone.resolve();
+  });
+  const sizes = [10, 11, 12, 13, 14, 15, 150];
+  const ids = (await Promise.all(sizes.map((n) => fanout.submit(atSubmit, { n }, { tenant: 'team' })))).map((t) => t.id);
+  await allDone.promise;
+  expect(errors).toEqual([]);
+  expect(ids.map((id) => done.get(id))).toEqual(sizes);
+  await fanout.stop();
+  await prisma.$disconnect();
+}

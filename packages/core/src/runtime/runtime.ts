@@ -743,8 +743,8 @@ export class Fanout implements AsyncDisposable {
 
   /**
    * Whether every job of a window waits in the queue (as its `short` policy keeps them: one
-   * queued job per slot), read from pg-boss's job table in one light statement instead of an
-   * insert that would skip them all. Answers false (insert them) when the runtime does not know
+   * queued job per slot), read from the table pg-boss keeps the child queue in (`#jobTable`) in
+   * one light statement instead of an insert that would skip them all. Answers false (insert them) when the runtime does not know
    * the table: an app's own PgBoss, whose schema it cannot read.
    */
   async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {

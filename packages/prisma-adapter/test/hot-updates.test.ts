@@ -32,15 +32,6 @@ describe('the item table', () => {
   });
 
   it('is updated in place by claims, releases and settles (HOT), through the store', async () => {
-    // An update is HOT only when its page has room, which pruning the row's older versions makes;
-    // no page is pruned while another transaction of the database holds a snapshot that may see
-    // them. Autovacuum's ANALYZE of the 200 new rows holds one while it runs, and on a busy
-    // machine a few updates then found their page full (398 of 400 HOT, twice in a day). This test
-    // is about which updates can be HOT, so autovacuum stays off its database's tables.
-    await t.pool.query(`DO $$ DECLARE r record; BEGIN
-      FOR r IN SELECT relname FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace LOOP
-        EXECUTE format('ALTER TABLE %I SET (autovacuum_enabled = false)', r.relname);
-      END LOOP; END $$`);
     // A pool of its own: a backend's table statistics reach pg_stat_user_tables when it exits.
     const own = new pg.Pool({ connectionString: t.db.url, max: 2 });
     const store = prismaFanoutStore(new PrismaClient({ adapter: new PrismaPg(own, { disposeExternalPool: false }) }), { pool: own });
@@ -66,7 +57,14 @@ describe('the item table', () => {
       return now.updated - before.updated >= 400 ? now : null;
     }, { timeoutMs: 20_000, message: 'the item updates counted in pg_stat_user_tables' });
     expect(after.updated - before.updated).toBe(400);
-    expect(after.hot - before.hot).toBe(400);
+    // Nearly all: an update is HOT only when its page has room, which pruning the row's older
+    // versions makes, and a page is not pruned while a transaction of any database on the server
+    // started before those versions died (the quick test of which row versions are still needed
+    // goes by the oldest transaction anywhere). In a full parallel run a few updates found their
+    // page full: 398 of 400, in two fresh-clone CI runs out of four, with or without autovacuum.
+    // An index on a column these statements change would make all of one kind non-HOT: the 200
+    // claims, or the 196 settles.
+    expect(after.hot - before.hot).toBeGreaterThanOrEqual(380);
   });
 
   async function updates(): Promise<{ updated: number; hot: number }> {

@@ -515,9 +515,9 @@ export class Fanout implements AsyncDisposable {
         // A busy tenant's window is all waiting: then the task goes in by itself (one statement
         // for the task and its items, no transaction around it), and the window is looked at
         // again after it, as after any commit whose window the queue skipped.
-        const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
         const alone = this.store.createDispatchedTaskAlone?.bind(this.store);
         if (!alone) return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace));
+        const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
         const waiting = await this.#windowWaiting(null, def.name, window).catch((error: unknown) => {
           this.#reportError(error, 'reading the jobs of a tenant');
           return false;
@@ -744,8 +744,9 @@ export class Fanout implements AsyncDisposable {
   /**
    * Whether every job of a window waits in the queue (as its `short` policy keeps them: one
    * queued job per slot), read from the table pg-boss keeps the child queue in (`#jobTable`) in
-   * one light statement instead of an insert that would skip them all. Answers false (insert them) when the runtime does not know
-   * the table: an app's own PgBoss, whose schema it cannot read.
+   * one light statement instead of an insert that would skip them all. Answers false (insert
+   * them) when the runtime does not know the table: an app's own PgBoss, whose schema it cannot
+   * read.
    */
   async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {
     if (this.#bossSchema === null) return false;

@@ -160,11 +160,13 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
   };
   if (warmup > 0) await completed((await api.fanout.submit(noop, { n: warmup })).id);
   const cpuBefore = machineCpuSeconds();
+  const ownCpuBefore = process.cpuUsage();
   const started = await databaseMs(watcher);
   const caller = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: randomBytes(8).toString('hex'), traceFlags: TraceFlags.SAMPLED, isRemote: true });
   const task = await context.with(caller, () => api.fanout.submit(noop, { n }));
   const seconds = ((await completed(task.id)) - started) / 1000;
   const machineCpu = cpuDelta(cpuBefore);
+  const ownCpu = process.cpuUsage(ownCpuBefore);
   // Where the time went, on the database's clock: until a manager took the task, its dispatch,
   // until the first item started, and from the last item's start to the task's completion.
   const { rows: [p] } = await watcher.query<Record<'to_manager' | 'dispatch' | 'to_first' | 'last_to_end', number>>(
@@ -193,9 +195,9 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
     managerPeakRssMb: managerStats.peakRssMb,
     managerLiveHeapMb: managerStats.liveHeapMb,
     childrenLiveHeapMb: childStats.liveHeapMb,
-    // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the two
-    // processes) and each Fanout process.
-    cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds },
+    // Busy CPU seconds during the run: the whole machine (mostly PostgreSQL beyond the
+    // processes), each Fanout process, and this one (the submit and the watching).
+    cpuSeconds: { machine: machineCpu, manager: managerStats.cpuSeconds, children: childStats.cpuSeconds, submitter: round((ownCpu.user + ownCpu.system) / 1e6) },
     phasesMs,
     // The longest pass of each maintenance step in the manager process (the scale target: under 50 ms).
     maintenanceMaxMs: Object.fromEntries(Object.entries(managerStats.maintenance ?? {}).map(([step, s]) => [step, s.maxMs])),

@@ -17,6 +17,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import pg from 'pg';
 import { createAppRuntime } from '../src/db.ts';
+import { databaseMs } from './clock.ts';
 import { noop } from './noop.ts';
 import { benchServer } from './server.ts';
 
@@ -74,12 +75,6 @@ function run(args: string[], waitReady = false, env: Record<string, string> = {}
   );
   ready.catch(() => {}); // a failed start surfaces through `result`
   return { child, ready: waitReady ? ready : Promise.resolve(), result };
-}
-
-/** The database's clock now, in ms since the epoch. */
-async function databaseMs(client: pg.Client): Promise<number> {
-  const { rows } = await client.query<{ t: string }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS t');
-  return Number(rows[0]!.t);
 }
 
 /** CPU seconds the whole machine spent busy so far (Linux `/proc/stat`), or null elsewhere. */

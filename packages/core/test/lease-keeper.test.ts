@@ -20,10 +20,10 @@ describe('LeaseKeeper', () => {
   it('ends a claim once every item of it is untracked, and never one whose outcome could not be stored', async () => {
     const { leases, ended } = keeper();
     const abort = () => {};
-    leases.track('a1', 'A', 't', abort);
-    leases.track('a2', 'A', 't', abort);
-    leases.track('b1', 'B', 't', abort);
-    leases.track('c1', 'C', 't', abort);
+    leases.track('a1', { token: 'A', taskId: 't', abort });
+    leases.track('a2', { token: 'A', taskId: 't', abort });
+    leases.track('b1', { token: 'B', taskId: 't', abort });
+    leases.track('c1', { token: 'C', taskId: 't', abort });
     leases.untrack('a1', 'A', true);
     await leases.flushEnded();
     expect(ended).toEqual([]); // a2 is still held under A
@@ -39,8 +39,8 @@ describe('LeaseKeeper', () => {
 
   it('counts an item claimed again under a newer token against the newer one only', async () => {
     const { leases, ended } = keeper();
-    leases.track('x', 'old', 't', () => {});
-    leases.track('x', 'new', 't', () => {});
+    leases.track('x', { token: 'old', taskId: 't', abort: () => {} });
+    leases.track('x', { token: 'new', taskId: 't', abort: () => {} });
     leases.untrack('x', 'old', true); // the older attempt ending: no longer what is held
     await leases.flushEnded();
     expect(ended).toEqual([]); // "old" is not known to be stored: left to lapse

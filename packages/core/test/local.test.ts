@@ -1,8 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { FanoutEvents, LocalLimit } from '../src/index.ts';
+import { Attempt } from '../src/runtime/attempt.ts';
 import { claimedAhead } from '../src/runtime/child-runner.ts';
+import type { RuntimeContext } from '../src/runtime/context.ts';
+import { PhaseCount } from '../src/runtime/phase-count.ts';
 
 describe('LocalLimit', () => {
+  it('takes a free slot without waiting, and only when one is free', () => {
+    const limit = new LocalLimit(2);
+    expect(limit.tryAcquire()).toBe(true);
+    expect(limit.tryAcquire()).toBe(true);
+    expect(limit.tryAcquire()).toBe(false);
+    expect(limit.active).toBe(2);
+    limit.release();
+    expect(limit.tryAcquire()).toBe(true);
+  });
+
   it('never runs more than its limit at once, and serves waiters in order', async () => {
     const limit = new LocalLimit(2);
     let active = 0;
@@ -169,5 +182,50 @@ describe('claimedAhead', () => {
     expect(claimedAhead(50, 100)).toBe(13);
     expect(claimedAhead(50, 10_000)).toBe(1); // an LLM call: one
     expect(claimedAhead(1, 5)).toBe(1);
+  });
+});
+
+describe('PhaseCount', () => {
+  it('resolves each waiter once the count is at its level or below, and at once when it already is', async () => {
+    const count = new PhaseCount();
+    await count.atMost(0);
+    for (let i = 0; i < 3; i++) count.up();
+    const reached: number[] = [];
+    const waits = [0, 1, 2].map((level) => count.atMost(level).then(() => reached.push(level)));
+    const settle = () => new Promise((r) => setImmediate(r));
+    await settle();
+    expect(reached).toEqual([]);
+    count.down();
+    await settle();
+    expect(reached).toEqual([2]);
+    count.down();
+    count.down();
+    await Promise.all(waits);
+    expect(reached).toEqual([2, 1, 0]);
+    expect(count.value).toBe(0);
+  });
+});
+
+describe('Attempt', () => {
+  const claimed = { itemId: 'i1', taskId: 't1', kind: 'k', tenant: 'acme', key: 'a', snapshot: {}, attempt: 2, maxAttempts: 3, round: 1, deadlineAt: null };
+  const ctx = { limits: {}, logger: { debug() {}, info() {}, warn() {}, error() {} } } as unknown as RuntimeContext;
+
+  it('gives the handler its item, task and signal, and a stop before or after the signal is read aborts it', () => {
+    const early = new Attempt(ctx, claimed, 'tok');
+    expect(early.item).toEqual({ id: 'i1', key: 'a', taskId: 't1', attempt: 2, maxAttempts: 3, round: 1 });
+    expect(early.task).toEqual({ id: 't1', tenant: 'acme' });
+    early.abort('task_stopped');
+    early.abort('shutdown'); // the first reason counts
+    expect(early.why).toBe('task_stopped');
+    expect(early.signal.aborted).toBe(true);
+    expect(() => early.throwIfStopped()).toThrow('item i1 aborted: task_stopped');
+
+    const late = new Attempt(ctx, claimed, 'tok');
+    const { signal } = late;
+    expect(signal.aborted).toBe(false);
+    expect(() => late.throwIfStopped()).not.toThrow();
+    late.abort('expired');
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).message).toBe('item i1 aborted: expired');
   });
 });

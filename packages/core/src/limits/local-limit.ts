@@ -93,6 +93,13 @@ export class LocalLimit {
     return this.#waiters.length;
   }
 
+  /** Takes a slot when one is free now (as `acquire` would at once); false when none is. */
+  tryAcquire(): boolean {
+    if (this.#active >= this.limit) return false;
+    this.#active++;
+    return true;
+  }
+
   /**
    * Takes a slot, waiting for one when none is free. `lane` (for example a task's id): waiters of
    * different lanes take turns, so a lane with many waiters does not hold back one that comes

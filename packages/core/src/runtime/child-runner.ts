@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Job } from 'pg-boss';
-import type { AnyFanoutDefinition, ItemContext } from '../define/define-fanout.ts';
+import type { AnyFanoutDefinition } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
-import { FanoutError } from '../errors/errors.ts';
 import { assertStorable, withoutNul } from './storable.ts';
-import type { ItemEventBase } from '../events/events.ts';
 import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
-import { LeaseKeeper, type AbortWhy } from './lease-keeper.ts';
-import { childLogger, errorFields, itemFields, redact, redactText } from './logger.ts';
+import { Attempt } from './attempt.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
+import { errorFields, itemFields } from './logger.ts';
+import { PhaseCount } from './phase-count.ts';
 import { GroupCommit } from './group-commit.ts';
 import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
 
@@ -79,10 +79,10 @@ export class ChildRunner {
   readonly #settles: GroupCommit<Outcome>;
   /** Transient failures handed back for a later attempt, group-committed too. */
   readonly #releases: GroupCommit<Release>;
-  /** Items whose handler runs. */
-  readonly #running = new Set<Promise<void>>();
+  /** Items claimed whose handler has not ended (waiting for a handler, or running). */
+  readonly #running = new PhaseCount();
   /** Items that have run and whose outcome (or release) is not stored yet. */
-  readonly #recording = new Set<Promise<void>>();
+  readonly #recording = new PhaseCount();
 
   constructor(ctx: RuntimeContext, scheduling: SchedulingSettings, enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>) {
     this.#ctx = ctx;
@@ -124,8 +124,8 @@ export class ChildRunner {
 
   /** Resolves once every handler of this process has run and its outcome (or release) is stored (or has failed). */
   async drain(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
-    while (this.#recording.size > 0) await Promise.allSettled([...this.#recording]);
+    await this.#running.atMost(0);
+    await this.#recording.atMost(0);
     await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain()]);
     // The claims this process is done with are forgotten now rather than left to lapse.
     await this.#leases.flushEnded().catch((error: unknown) => this.#ctx.reportError(error, 'ending claims'));
@@ -180,7 +180,7 @@ export class ChildRunner {
     // The items start before the successor goes in: their handlers do not wait on its round trip,
     // and a successor that cannot be stored strands nothing (the maintenance loop tops up the
     // window of a running task that has items left).
-    for (const item of claimed) this.#runOne(definition, item, token, ctx.telemetry.item(item, { ...(item.trace ? { trace: item.trace } : {}), ...(typeof item.dueAt === 'number' ? { due: item.dueAt } : {}) }, claim!));
+    for (const item of claimed) this.#start(definition, new Attempt(ctx, item, token), ctx.telemetry.item(item, claim!));
     if (successor) await this.#enqueueTickets(definition.name, [successor]);
     if (claimed.length === 0) return successor !== null;
     // Take the next job only once half the items held ahead have started (at most a batch): the
@@ -189,7 +189,7 @@ export class ChildRunner {
     // per item). Long items, with one item ahead, take a job as soon as a handler is free.
     const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil((this.#held.limit - ctx.settings.concurrency) / 2)));
     await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
-    while (this.#recording.size > ctx.settings.concurrency) await Promise.race(this.#recording);
+    await this.#recording.atMost(ctx.settings.concurrency);
     return true;
   }
 
@@ -200,71 +200,73 @@ export class ChildRunner {
     if (held !== this.#held.limit) this.#held.resize(held);
   }
 
-  /** Runs one claimed item once a handler is free (at once, unless it was claimed ahead), then records its outcome. */
-  #runOne(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): void {
-    const running: Promise<void> = this.#run(definition, item, token, tel)
-      .catch((error: unknown) => this.#ctx.reportError(error, `running item ${item.itemId}`))
-      .finally(() => this.#running.delete(running));
-    this.#running.add(running);
+  /**
+   * Runs one claimed item once a handler is free (at once, unless it was claimed ahead), then
+   * records its outcome: one promise from the claim to the stored outcome, which never rejects.
+   */
+  #start(definition: AnyFanoutDefinition, attempt: Attempt, tel: ItemTelemetry): void {
+    this.#running.up();
+    void this.#attempt(definition, attempt, tel);
   }
 
-  async #run(definition: AnyFanoutDefinition, item: ClaimedItem, token: string, tel: ItemTelemetry): Promise<void> {
+  async #attempt(definition: AnyFanoutDefinition, attempt: Attempt, tel: ItemTelemetry): Promise<void> {
     const ctx = this.#ctx;
-    const controller = new AbortController();
-    let why: AbortWhy | 'expired' | null = null;
-    const abort = (reason: typeof why) => {
-      if (controller.signal.aborted) return;
-      why = reason;
-      controller.abort(new FanoutError('aborted', `item ${item.itemId} aborted: ${reason}`));
-    };
-    // An attempt may take up to the definition's expiry.
-    const expiry = setTimeout(() => abort('expired'), definition.resolved.child.expireInSeconds * 1000);
-    expiry.unref();
-    this.#leases.track(item.itemId, token, item.taskId, abort); // also how a shutdown reaches it
-    if (ctx.shutdown.aborted) abort('shutdown');
+    const item = attempt.claimed;
+    let ran: Ran | null = null;
+    let failure: unknown;
+    try {
+      ran = await this.#run(definition, attempt, tel);
+    } catch (error) {
+      failure = error;
+      ctx.reportError(error, `running item ${item.itemId}`, itemFields(item));
+    } finally {
+      this.#recording.up();
+      this.#running.down();
+    }
+    // Recorded in the background (see handleTicket). The lease is renewed until the outcome is
+    // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
+    // takes over.
+    try {
+      if (ran) await this.#record(attempt, ran, tel);
+    } catch (error) {
+      failure = error;
+      ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item));
+    } finally {
+      tel.end(failure);
+      // A claim whose outcomes could not all be stored is not ended: its lease lapses, and the
+      // maintenance loop gives what it still holds again.
+      this.#leases.untrack(item.itemId, attempt.token, failure === undefined);
+      ctx.itemLogs.attemptDone(item.itemId, item.attempt);
+      this.#recording.down();
+    }
+  }
 
-    const base: ItemEventBase = {
-      taskId: item.taskId,
-      itemId: item.itemId,
-      key: item.key,
-      kind: item.kind,
-      tenant: item.tenant,
-      attempt: item.attempt,
-    };
+  /** Waits for a handler, runs it, and says what to store: an outcome, a release, or nothing (the claim was lost). */
+  async #run(definition: AnyFanoutDefinition, attempt: Attempt, tel: ItemTelemetry): Promise<Ran> {
+    const ctx = this.#ctx;
+    const item = attempt.claimed;
+    const token = attempt.token;
+    // An attempt may take up to the definition's expiry.
+    const expiry = setTimeout(expire, definition.resolved.child.expireInSeconds * 1000, attempt);
+    expiry.unref();
+    this.#leases.track(item.itemId, attempt); // also how a shutdown reaches it
+    if (ctx.shutdown.aborted) attempt.abort('shutdown');
+
     let outcome: Outcome | null = null;
-    let release: { error: ItemError; delayMs: number; refund?: boolean } | null = null;
+    let release: Ran['release'] = null;
     let startedAt: number | null = null;
     try {
       // An item claimed ahead waits here for a handler (a stop, a lost claim or a shutdown while
       // it waits ends it as it would end a running one). Tasks take turns: a small task's items,
       // claimed behind a large one's, start after a few of its items, not after all it holds.
-      await this.#limit.acquire(controller.signal, item.taskId);
+      attempt.throwIfStopped();
+      if (!this.#limit.tryAcquire()) await this.#limit.acquire(attempt.signal, item.taskId);
       startedAt = performance.now();
       ctx.stats.inFlight++;
       try {
-        ctx.events.emit('item.started', base);
-        let logger: ItemContext['logger'] | null = null;
-        const itemContext: ItemContext = {
-          signal: controller.signal,
-          item: { id: item.itemId, key: item.key, taskId: item.taskId, attempt: item.attempt, maxAttempts: item.maxAttempts, round: item.round },
-          task: { id: item.taskId, tenant: item.tenant },
-          log: (given, raw) => {
-            // Stored, streamed and written out: credentials in a line are masked on every path.
-            const message = redactText(given);
-            const data = raw === undefined ? undefined : (redact(raw) as Record<string, unknown>);
-            ctx.itemLogs.add({ taskId: item.taskId, itemId: item.itemId, attempt: item.attempt, at: new Date(), message, data });
-            ctx.logger.debug(message, { ...itemFields(item), ...data });
-            ctx.events.emit('item.log', data ? { ...base, message, data } : { ...base, message });
-          },
-          progress: (detail) => ctx.events.emit('item.progress', { ...base, ...detail }),
-          limits: ctx.limits,
-          // Every line the handler logs carries the item's ids (made on first use: most handlers never log).
-          get logger() {
-            return (logger ??= childLogger(ctx.logger, itemFields(item)));
-          },
-        };
+        ctx.events.emit('item.started', attempt.base);
         const snapshot = definition.item.parse(item.snapshot);
-        let result = await tel.handler(async () => definition.runItem(snapshot, itemContext));
+        let result = await tel.handler(() => definition.runItem(snapshot, attempt));
         if (definition.result) result = definition.result.parse(result);
         // A result that cannot be stored fails its item now, with a reason, instead of its settle.
         assertStorable(result, 'result', 'invalid_result');
@@ -274,6 +276,7 @@ export class ChildRunner {
         this.#limit.release();
       }
     } catch (error) {
+      const why = attempt.why;
       if (why) tel.aborted(why);
       if (why === 'task_stopped') {
         outcome = { itemId: item.itemId, token, status: 'cancelled' };
@@ -310,56 +313,44 @@ export class ChildRunner {
       if (startedAt !== null) this.#itemRan(performance.now() - startedAt);
       this.#held.release();
     }
-    // Recorded in the background (see handleBatch). The lease is renewed until the outcome is
-    // stored; if storing fails, renewals stop too, so the lease lapses and the maintenance loop
-    // takes over.
-    const durationMs = startedAt === null ? null : performance.now() - startedAt;
-    let recordFailure: unknown;
-    const recording: Promise<void> = this.#record(item, token, base, outcome, release, durationMs, tel)
-      .catch((error: unknown) => {
-        recordFailure = error;
-        ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item));
-      })
-      .finally(() => {
-        tel.end(recordFailure);
-        // A claim whose outcomes could not all be stored is not ended: its lease lapses, and the
-        // maintenance loop gives what it still holds again.
-        this.#leases.untrack(item.itemId, token, recordFailure === undefined);
-        ctx.itemLogs.attemptDone(item.itemId, item.attempt);
-        this.#recording.delete(recording);
-      });
-    this.#recording.add(recording);
+    return { outcome, release, durationMs: startedAt === null ? null : performance.now() - startedAt };
   }
 
-  async #record(
-    item: ClaimedItem,
-    token: string,
-    base: ItemEventBase,
-    recorded: Outcome | null,
-    release: { error: ItemError; delayMs: number; refund?: boolean } | null,
-    durationMs: number | null,
-    tel: ItemTelemetry,
-  ): Promise<void> {
+  async #record(attempt: Attempt, ran: Ran, tel: ItemTelemetry): Promise<void> {
     const ctx = this.#ctx;
-    let outcome = recorded;
+    const item = attempt.claimed;
+    const { release, durationMs } = ran;
+    let outcome = ran.outcome;
 
     if (release) {
       const released = await tel.retry(release, () =>
-        this.#releases.push({ itemId: item.itemId, token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) }),
+        this.#releases.push({ itemId: item.itemId, token: attempt.token, error: release.error, delayMs: release.delayMs, ...(release.refund ? { refund: true } : {}) }),
       );
       if (released) {
-        if (!release.refund) ctx.events.emit('item.failed', { ...base, error: release.error, willRetry: true });
+        if (!release.refund) ctx.events.emit('item.failed', { ...attempt.base, error: release.error, willRetry: true });
         return;
       }
       // The task stopped meanwhile: there will be no retry, so the item ends here, cancelled.
-      outcome = { itemId: item.itemId, token, status: 'cancelled' };
+      outcome = { itemId: item.itemId, token: attempt.token, status: 'cancelled' };
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
-    if (!outcome || !(await tel.settle(outcome, (o) => this.#settles.push(o)))) return;
+    if (!outcome || !(await tel.settle(outcome, this.#settles))) return;
     ctx.stats.settled(item.kind, outcome.status, durationMs);
     tel.settled(outcome, durationMs);
-    if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...base, result: outcome.result });
-    else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...base, error: outcome.error!, willRetry: false });
-    else ctx.events.emit('item.cancelled', base);
+    if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...attempt.base, result: outcome.result });
+    else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...attempt.base, error: outcome.error!, willRetry: false });
+    else ctx.events.emit('item.cancelled', attempt.base);
   }
+}
+
+/** What an attempt leaves to store: its outcome, or its release for a later attempt, or nothing. */
+interface Ran {
+  outcome: Outcome | null;
+  release: { error: ItemError; delayMs: number; refund?: boolean } | null;
+  durationMs: number | null;
+}
+
+/** An attempt's expiry (a timer's callback, shared by all). */
+function expire(attempt: Attempt): void {
+  attempt.abort('expired');
 }

@@ -2,10 +2,11 @@ import type { FanoutStore } from '../store/types.ts';
 
 export type AbortWhy = 'task_stopped' | 'claim_lost' | 'shutdown';
 
-interface Held {
-  token: string;
-  taskId: string;
-  abort: (why: AbortWhy) => void;
+/** A claimed item this process holds: the claim it is held under, its task, and how to stop it. */
+export interface Held {
+  readonly token: string;
+  readonly taskId: string;
+  abort(why: AbortWhy): void;
 }
 
 /**
@@ -38,12 +39,12 @@ export class LeaseKeeper {
     this.#onError = options.onError;
   }
 
-  track(itemId: string, token: string, taskId: string, abort: (why: AbortWhy) => void): void {
+  track(itemId: string, held: Held): void {
     const before = this.#held.get(itemId);
     // (Held again under a newer claim: what the older one held of it is not known to be stored.)
     if (before) this.#release(before.token, false);
-    this.#held.set(itemId, { token, taskId, abort });
-    this.#perToken.set(token, (this.#perToken.get(token) ?? 0) + 1);
+    this.#held.set(itemId, held);
+    this.#perToken.set(held.token, (this.#perToken.get(held.token) ?? 0) + 1);
     this.#ensureTimer();
   }
 

@@ -6,7 +6,7 @@ import { extractCarrier, injectCarrier, type TraceCarrier } from './carrier.ts';
 import { FanoutMetrics } from './metrics.ts';
 import { ATTR, INSTRUMENTATION_SCOPE, SPAN } from './names.ts';
 import { TaskGauges, type TaskAttention } from './task-gauges.ts';
-import { continuation, deliveryOf, inSpan, ItemTelemetry, recordError, type ClaimTiming, type JobTraceFields } from './tracing.ts';
+import { continuation, deliveryOf, inSpan, ItemTelemetry, recordError, type ClaimTiming, type ItemTelemetryDeps, type JobTraceFields } from './tracing.ts';
 
 // The API's global tracer provider is a proxy that delegates to this no-op provider until an SDK
 // registers one (an unset proxy hands out its no-op delegate).
@@ -47,6 +47,7 @@ export class FanoutTelemetry {
   readonly #settling = new Map<string, SpanContext>();
   readonly #stats: RuntimeStats;
   #taskGauges: TaskGauges | null = null;
+  #itemDeps: ItemTelemetryDeps | null = null;
 
   constructor(stats: RuntimeStats, options: TelemetryOptions = {}) {
     this.options = options;
@@ -145,13 +146,9 @@ export class FanoutTelemetry {
   }
 
   /** The telemetry of one claimed item's attempt. */
-  item(item: ClaimedItem, fields: JobTraceFields, claim: ClaimTiming): ItemTelemetry {
-    return new ItemTelemetry(
-      { tracer: this.tracer, tracing: this.tracing(), metrics: this.metrics, propagator: this.#propagator, settling: this.#settling },
-      item,
-      fields,
-      claim,
-    );
+  item(item: ClaimedItem, claim: ClaimTiming): ItemTelemetry {
+    this.#itemDeps ??= { tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, settling: this.#settling };
+    return new ItemTelemetry(this.#itemDeps, this.tracing(), item, claim);
   }
 
   /**

@@ -81,6 +81,14 @@ export function deliveryOf(ctx: Context): { ctx: Context; span: SpanContext } | 
   return span ? { ctx, span } : null;
 }
 
+/** What every item's telemetry shares (one per runtime). */
+export interface ItemTelemetryDeps {
+  tracer: Tracer;
+  metrics: FanoutMetrics;
+  propagator: TextMapPropagator | undefined;
+  settling: Map<string, SpanContext>;
+}
+
 export interface FailureInfo {
   code: string;
   kind: 'transient' | 'permanent';
@@ -110,16 +118,10 @@ export class ItemTelemetry {
   #running = false;
 
   constructor(
-    deps: {
-      tracer: Tracer;
-      /** False when no tracer provider is registered: no span is even started. */
-      tracing: boolean;
-      metrics: FanoutMetrics;
-      propagator: TextMapPropagator | undefined;
-      settling: Map<string, SpanContext>;
-    },
+    deps: ItemTelemetryDeps,
+    /** False when no tracer provider is registered: no span is even started. */
+    tracing: boolean,
     item: ClaimedItem,
-    fields: JobTraceFields,
     claim: ClaimTiming,
   ) {
     this.#tracer = deps.tracer;
@@ -127,10 +129,11 @@ export class ItemTelemetry {
     this.#propagator = deps.propagator;
     this.#settling = deps.settling;
     this.#item = item;
-    this.#carrier = fields.trace;
-    if (typeof fields.due === 'number') this.#metrics.queueWait(item.kind, Date.now() - (performance.now() - claim.endedAt) - fields.due);
-    if (!deps.tracing) return;
-    const carried = extractCarrier(this.#propagator, fields.trace);
+    // The job's trace fields came with the claimed row: where the trace continues, and when it was due.
+    this.#carrier = item.trace ?? undefined;
+    if (typeof item.dueAt === 'number') this.#metrics.queueWait(item.kind, Date.now() - (performance.now() - claim.endedAt) - item.dueAt);
+    if (!tracing) return;
+    const carried = extractCarrier(this.#propagator, this.#carrier);
     let last = claim.last;
     if (!last || last.carried !== carried) {
       const { parent, links } = continuation(carried, claim.delivery);
@@ -158,7 +161,7 @@ export class ItemTelemetry {
    * `process` span is one per message: a span of its own for the handler would cost every item a
    * second span for what the item span's `fanout.handler.duration_ms` already says.
    */
-  async handler<T>(fn: () => Promise<T>): Promise<T> {
+  async handler<T>(fn: () => Promise<T> | T): Promise<T> {
     this.#metrics.handlerStarted(this.#item.kind);
     this.#running = true;
     // Timed only for a recording span (without an SDK, nothing here reads the clock).
@@ -225,13 +228,13 @@ export class ItemTelemetry {
    * The outcome waiting in the group commit until it is stored: the `fanout.settle` span of the
    * statement that stores it links to this item, which records how long it waited.
    */
-  async settle<O extends { status: string; itemId: string }>(outcome: O, push: (outcome: O) => Promise<boolean>): Promise<boolean> {
+  async settle<O extends { status: string; itemId: string }>(outcome: O, commit: { push(outcome: O): Promise<boolean> }): Promise<boolean> {
     const span = this.#span;
-    if (!span || !this.#recording) return push(outcome);
+    if (!span || !this.#recording) return commit.push(outcome);
     const started = performance.now();
     this.#settling.set(outcome.itemId, span.spanContext());
     try {
-      const ok = await push(outcome);
+      const ok = await commit.push(outcome);
       span.setAttributes({ [ATTR.settleWaitMs]: Math.round(performance.now() - started), [ATTR.recorded]: ok });
       return ok;
     } finally {

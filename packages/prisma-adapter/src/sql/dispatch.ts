@@ -136,9 +136,8 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'running' || items.length === 0) return { inserted: 0, status: task.status as TaskStatus };
 
-  const inserted = await insertItemRows(tx, taskId, items);
-  const failed = inserted.filter((row) => row.status === 'failed').length;
-  if (inserted.length > failed) {
+  const { inserted, failed } = await insertItemRows(tx, taskId, items);
+  if (inserted > failed) {
     // pg-boss's foreign keys are deferred to the commit, where this transaction holds the
     // task row (below) and every settle of the task would wait for the checks: check them as
     // the jobs go in instead.
@@ -150,23 +149,24 @@ export async function insertItemPage(tx: PrismaQueryable, taskId: string, items:
   // Items that failed validation count now: past `maxFailures` the task stops here, not at the end
   // of its dispatch (a ratio waits for the final total).
   const [counted] = await tx.$queryRaw<{ status: string }[]>`
-    UPDATE fanout_task SET total = total + ${inserted.length}::int, failed = failed + ${failed}::int, updated_at = now(),
-      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed + ${failed}::int, total + ${inserted.length}::int, false, max_failures, max_failure_ratio)),
-      status = CASE WHEN fanout_over_limit(failed + ${failed}::int, total + ${inserted.length}::int, false, max_failures, max_failure_ratio) THEN 'stopping' ELSE status END
+    UPDATE fanout_task SET total = total + ${inserted}::int, failed = failed + ${failed}::int, updated_at = now(),
+      stop_reason = fanout_next_stop_reason(stop_reason, fanout_over_limit(failed + ${failed}::int, total + ${inserted}::int, false, max_failures, max_failure_ratio)),
+      status = CASE WHEN fanout_over_limit(failed + ${failed}::int, total + ${inserted}::int, false, max_failures, max_failure_ratio) THEN 'stopping' ELSE status END
     WHERE id = ${taskId}::uuid AND status = 'running'
     RETURNING status`;
   if (!counted) throw new StoppedWhileInserting();
-  return { inserted: inserted.length, status: counted.status as TaskStatus };
+  return { inserted, status: counted.status as TaskStatus };
 }
 
 /**
  * Inserts a page of a task's items (pending, or failed when they failed validation) in listing
- * order. A key the task already has (a manager retried after a crash), or repeated in the page,
- * is skipped.
+ * order, and answers how many went in and how many of those failed. A key the task already has
+ * (a manager retried after a crash), or repeated in the page, is skipped.
  */
-async function insertItemRows(tx: PrismaQueryable, taskId: string, items: readonly NewItem[]): Promise<{ status: string }[]> {
-  // The pending ones are ready to be claimed: each gets its row in fanout_ready, in the same statement.
-  return tx.$queryRaw<{ status: string }[]>`
+async function insertItemRows(tx: PrismaQueryable, taskId: string, items: readonly NewItem[]): Promise<{ inserted: number; failed: number }> {
+  // The pending ones are ready to be claimed: each gets its row in fanout_ready, in the same
+  // statement. The answer is two counts, not a row per item (a page is up to thousands).
+  const [counts] = await tx.$queryRaw<{ inserted: number; failed: number }[]>`
     WITH inserted AS (
       INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, error, finished_at)
       SELECT gen_random_uuid(), ${taskId}::uuid, x.seq, x.key, x.snapshot::jsonb,
@@ -181,7 +181,8 @@ async function insertItemRows(tx: PrismaQueryable, taskId: string, items: readon
     ), ready AS (
       INSERT INTO fanout_ready (task_id, seq, item_id) SELECT ${taskId}::uuid, seq, id FROM inserted WHERE status = 'pending'
     )
-    SELECT status FROM inserted`;
+    SELECT count(*)::int AS inserted, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM inserted`;
+  return counts!;
 }
 
 /**

@@ -19,8 +19,6 @@ export class Attempt implements ItemContext {
   readonly claimed: ClaimedItem;
   /** The claim it runs under (the lease keeper's key, with the item id). */
   readonly token: string;
-  readonly taskId: string;
-  readonly limits: LimitsAccess;
   /** Why it was stopped; null while it may run on. */
   why: StopReason | null = null;
   readonly #ctx: RuntimeContext;
@@ -36,8 +34,14 @@ export class Attempt implements ItemContext {
     this.#ctx = ctx;
     this.claimed = claimed;
     this.token = token;
-    this.taskId = claimed.taskId;
-    this.limits = ctx.limits;
+  }
+
+  get taskId(): string {
+    return this.claimed.taskId;
+  }
+
+  get limits(): LimitsAccess {
+    return this.#ctx.limits;
   }
 
   /** Stops the attempt (the first reason counts): its signal aborts, now or when it is first read. */

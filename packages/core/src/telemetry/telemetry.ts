@@ -42,12 +42,12 @@ export class FanoutTelemetry {
   readonly metrics: FanoutMetrics;
   readonly options: TelemetryOptions;
   readonly #propagator: TextMapPropagator | undefined;
-  /** The trace context a retry's job carries, by item, while its release is being stored. */
   /** The spans of items whose outcome waits in the group commit, for the settle's links. */
   readonly #settling = new Map<string, SpanContext>();
   readonly #stats: RuntimeStats;
   #taskGauges: TaskGauges | null = null;
-  #itemDeps: ItemTelemetryDeps | null = null;
+  /** What every item's telemetry shares. */
+  readonly #itemDeps: ItemTelemetryDeps;
 
   constructor(stats: RuntimeStats, options: TelemetryOptions = {}) {
     this.options = options;
@@ -57,6 +57,7 @@ export class FanoutTelemetry {
     this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE);
     this.metrics = new FanoutMetrics(stats, options.meterProvider);
     this.#propagator = options.propagator;
+    this.#itemDeps = { tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, settling: this.#settling };
   }
 
   /** Reads the task gauges of these definitions from the store at each collection (unless turned off). */
@@ -147,7 +148,6 @@ export class FanoutTelemetry {
 
   /** The telemetry of one claimed item's attempt. */
   item(item: ClaimedItem, claim: ClaimTiming): ItemTelemetry {
-    this.#itemDeps ??= { tracer: this.tracer, metrics: this.metrics, propagator: this.#propagator, settling: this.#settling };
     return new ItemTelemetry(this.#itemDeps, this.tracing(), item, claim);
   }
 

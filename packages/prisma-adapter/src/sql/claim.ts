@@ -115,7 +115,7 @@ const TASKS_PER_CLAIM = 8;
 
 export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limit: number): Promise<ClaimNextResult> {
   const group = query.tenant ?? '';
-  const rows = await db.$queryRaw<(ClaimRow & { seq: number | null; turn: bigint | number | null; first_task: string | null })[]>`
+  const rows = await db.$queryRaw<NextRow[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     eligible AS (
       SELECT t.id, t.priority FROM fanout_task t
@@ -167,20 +167,71 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
       FROM claimed HAVING count(*) > 0
       ON CONFLICT (token, kind, tenant) DO UPDATE SET item_ids = fanout_claim.item_ids || EXCLUDED.item_ids, lease_until = EXCLUDED.lease_until
     )
-    SELECT c.*, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
-           -- When the item became due: its retry delay's end, or the start of its task's dispatch.
-           COALESCE(p.due_at, t.started_at) AS due_at, p.turn,
-           (SELECT id FROM turns ORDER BY turn LIMIT 1) AS first_task
-    FROM (SELECT 1) one
-    LEFT JOIN claimed c ON true
-    LEFT JOIN picked p ON p.item_id = c.id
-    LEFT JOIN fanout_task t ON t.id = c.task_id`;
+    -- The items claimed, then one row per task they belong to with what they share (a claim of 100
+    -- items of one task sends and parses the task's columns once, not 100 times), then one row
+    -- with the task whose turn it was first.
+    SELECT c.id, c.task_id, c.key, c.snapshot, c.attempts, c.round, c.seq, p.turn,
+           -- A retried item became due when its delay ended (ms since epoch; null: due since its task started).
+           (extract(epoch FROM p.due_at) * 1000)::float8 AS due_ms,
+           NULL::text AS kind, NULL::text AS tenant, NULL::int AS max_attempts, NULL::timestamptz AS deadline_at,
+           NULL::jsonb AS trace, NULL::float8 AS started_ms, NULL::uuid AS first_task
+    FROM claimed c JOIN picked p ON p.item_id = c.id
+    UNION ALL
+    SELECT NULL, t.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
+           (extract(epoch FROM t.started_at) * 1000)::float8, NULL
+    FROM fanout_task t WHERE t.id IN (SELECT task_id FROM claimed)
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT id FROM turns ORDER BY turn LIMIT 1)`;
+  const tasks = new Map<string, NextRow>();
+  const items: NextRow[] = [];
+  let firstTask: string | null = null;
+  for (const r of rows) {
+    if (r.id !== null) items.push(r);
+    else if (r.task_id !== null) tasks.set(r.task_id, r);
+    else firstTask = r.first_task;
+  }
   // In turn, then in listing order.
-  const served = rows.filter((r) => r.id !== null).sort((x, y) => Number(x.turn) - Number(y.turn) || Number(x.seq) - Number(y.seq));
+  items.sort((x, y) => Number(x.turn) - Number(y.turn) || x.seq! - y.seq!);
+  const claimed = items.map((r): ClaimedItem => {
+    const t = tasks.get(r.task_id!)!;
+    return {
+      itemId: r.id!,
+      taskId: r.task_id!,
+      kind: t.kind!,
+      tenant: t.tenant,
+      key: r.key!,
+      snapshot: r.snapshot,
+      attempt: r.attempts!,
+      maxAttempts: t.max_attempts!,
+      round: r.round!,
+      deadlineAt: t.deadline_at,
+      trace: t.trace ?? null,
+      dueAt: r.due_ms ?? t.started_ms ?? null,
+    };
+  });
   // The task served last (the next job starts after it), or the first whose turn it was when its
   // items were all taken by concurrent claims.
-  const last = served.at(-1);
-  return { claimed: served.map(toClaimed), taskId: last?.task_id ?? rows[0]?.first_task ?? null, atQuota: false };
+  return { claimed, taskId: claimed.at(-1)?.taskId ?? firstTask, atQuota: false };
+}
+
+/** A row of `claimNext`'s answer: an item claimed, a task of those items, or the first task in turn. */
+interface NextRow {
+  id: string | null;
+  task_id: string | null;
+  key: string | null;
+  snapshot: unknown;
+  attempts: number | null;
+  round: number | null;
+  seq: number | null;
+  turn: bigint | number | null;
+  due_ms: number | null;
+  kind: string | null;
+  tenant: string | null;
+  max_attempts: number | null;
+  deadline_at: Date | null;
+  trace: Record<string, string> | null;
+  started_ms: number | null;
+  first_task: string | null;
 }
 
 /**

@@ -28,12 +28,16 @@ class Lanes {
   }
 
   shift(): Waiter | undefined {
+    if (this.#length === 0) return undefined;
     const first = this.#lanes.entries().next();
-    if (first.done) return undefined;
-    const [lane, queue] = first.value;
+    const [lane, queue] = first.value!;
     const waiter = queue.shift()!;
-    this.#lanes.delete(lane);
-    if (queue.length > 0) this.#lanes.set(lane, queue);
+    // The lane goes to the back; alone, it is already there.
+    if (queue.length === 0) this.#lanes.delete(lane);
+    else if (this.#lanes.size > 1) {
+      this.#lanes.delete(lane);
+      this.#lanes.set(lane, queue);
+    }
     this.#length--;
     return waiter;
   }

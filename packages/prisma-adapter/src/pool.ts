@@ -48,42 +48,6 @@ function isStalePlan(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
 }
 
-const NEEDS_ESCAPE = /["\\]/;
-const ESCAPED = /["\\]/g;
-
-/**
- * An array parameter of strings, numbers and nulls (ids, keys, JSON texts, counts: what the
- * store's statements send, up to a page of items at a time) as PostgreSQL's array literal, written
- * in one pass: `pg` converts and quotes every element and runs two regular expressions over it,
- * which was a fifth of the manager's CPU while it inserted pages of item keys and snapshots.
- * Null for anything else (booleans, dates, buffers, nested arrays), which `pg` writes itself.
- */
-export function arrayLiteral(values: readonly unknown[]): string | null {
-  let out = '{';
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (i > 0) out += ',';
-    if (v === null || v === undefined) out += 'NULL';
-    else if (typeof v === 'string') out += NEEDS_ESCAPE.test(v) ? `"${v.replace(ESCAPED, '\\$&')}"` : `"${v}"`;
-    else if (typeof v === 'number') out += String(v);
-    else return null;
-  }
-  return `${out}}`;
-}
-
-/** The values with their arrays written as literals where `arrayLiteral` can (the same array otherwise). */
-function withArrayLiterals(values: unknown[]): unknown[] {
-  let out: unknown[] | null = null;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (!Array.isArray(v)) continue;
-    const literal = arrayLiteral(v);
-    if (literal === null) continue;
-    (out ??= [...values])[i] = literal;
-  }
-  return out ?? values;
-}
-
 /**
  * The store's two ways of sending SQL, over a `pg` pool or one of its clients. With `prepared`,
  * each call site's statement is a named prepared statement, parsed once per connection (and
@@ -101,10 +65,10 @@ function withArrayLiterals(values: unknown[]): unknown[] {
  */
 export function poolQueryable(db: Pick<PgClientLike, 'query'>, options: { prepared?: boolean; inTransaction?: boolean } = {}): PrismaQueryable {
   const prepared = options.prepared ?? true;
-  const unnamed = <T>(text: string, values: unknown[]) => db.query(text, withArrayLiterals(values)).then((r) => r.rows as T);
+  const unnamed = <T>(text: string, values: unknown[]) => db.query(text, values).then((r) => r.rows as T);
   const run = <T>(s: Statement | null, text: string, values: unknown[]): Promise<T> => {
     if (!prepared || !s?.prepared) return unnamed<T>(text, values);
-    return db.query({ name: s.name, text, values: withArrayLiterals(values) }).then(
+    return db.query({ name: s.name, text, values }).then(
       (r) => r.rows as T,
       (error: unknown) => {
         if (!isStalePlan(error)) throw error;

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsDir } from '../src/index.ts';
 import { executor } from '../src/executor.ts';
-import { arrayLiteral, poolQueryable, poolTransaction } from '../src/pool.ts';
+import { poolQueryable, poolTransaction } from '../src/pool.ts';
 
 // The transactions the store runs on a `pg` pool (`PrismaFanoutStoreOptions.pool`) keep the
 // bounds of Prisma's interactive transactions.
@@ -99,43 +99,5 @@ describe('pool transactions', () => {
     const before = await prepared();
     await poolQueryable(pool, { prepared: false }).$queryRaw`SELECT id FROM pool_plan WHERE id = ${1}::int`;
     expect(await prepared()).toBe(before);
-  });
-});
-
-// The store writes its array parameters as literals itself (see `arrayLiteral`); PostgreSQL must
-// read back exactly what was sent.
-describe('array parameters', () => {
-  let db: TestDatabase;
-  let pool: pg.Pool;
-
-  beforeAll(async () => {
-    db = await createTestDatabase({ migrations: [migrationsDir] });
-    pool = new pg.Pool({ connectionString: db.url, max: 1 });
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
-
-  it('arrive as sent: quotes, backslashes, braces, commas, spaces, the word NULL, empty strings, nulls and numbers', async () => {
-    const q = poolQueryable(pool);
-    const texts = ['plain', 'with "quotes"', 'back\\slash', '{braces}', 'a,b', ' spaced ', 'NULL', 'null', '', null, '{"json": "text", "n": [1, 2]}', 'ünïcödé ✓'];
-    const [row] = await q.$queryRaw<{ texts: (string | null)[]; ints: number[]; floats: number[]; ids: string[]; none: string[] }[]>`
-      SELECT ${texts}::text[] AS texts, ${[1, -2, 0, 2147483647]}::int[] AS ints, ${[1.5, -0.25, 1e21]}::float8[] AS floats,
-             ${['00000000-0000-0000-0000-000000000001', 'ffffffff-ffff-ffff-ffff-ffffffffffff']}::uuid[] AS ids, ${[]}::text[] AS none`;
-    expect(row).toEqual({ texts, ints: [1, -2, 0, 2147483647], floats: [1.5, -0.25, 1e21], ids: ['00000000-0000-0000-0000-000000000001', 'ffffffff-ffff-ffff-ffff-ffffffffffff'], none: [] });
-  });
-
-  it('leaves what it does not write to pg (booleans, dates, nested arrays)', async () => {
-    expect(arrayLiteral([true, false])).toBeNull();
-    expect(arrayLiteral([new Date(0)])).toBeNull();
-    expect(arrayLiteral([[1, 2]])).toBeNull();
-    const q = poolQueryable(pool);
-    const [row] = await q.$queryRaw<{ flags: boolean[]; at: Date[] }[]>`SELECT ${[true, false, null]}::boolean[] AS flags, ${[new Date(0)]}::timestamptz[] AS at`;
-    expect(row).toEqual({ flags: [true, false, null], at: [new Date(0)] });
-  });
-
-  it('writes the literal PostgreSQL reads', () => {
-    expect(arrayLiteral(['a', 'b"c', 'd\\e', null, 7])).toBe('{"a","b\\"c","d\\\\e",NULL,7}');
   });
 });

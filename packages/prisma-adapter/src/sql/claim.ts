@@ -25,34 +25,38 @@ import { executor } from '../executor.ts';
 import { json } from '../json.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 
-interface ClaimRow {
+/** What a claim answers of an item. */
+interface ItemColumns {
   id: string;
   task_id: string;
-  kind: string;
-  tenant: string | null;
   key: string;
   snapshot: unknown;
   attempts: number;
-  max_attempts: number;
   round: number;
-  deadline_at: Date | null;
-  trace?: Record<string, string> | null;
-  due_at?: Date | null;
 }
 
-const toClaimed = (r: ClaimRow): ClaimedItem => ({
-  itemId: r.id,
-  taskId: r.task_id,
-  kind: r.kind,
-  tenant: r.tenant,
-  key: r.key,
-  snapshot: r.snapshot,
-  attempt: r.attempts,
-  maxAttempts: r.max_attempts,
-  round: r.round,
-  deadlineAt: r.deadline_at,
-  trace: r.trace ?? null,
-  dueAt: r.due_at ? r.due_at.getTime() : null,
+/** What a claim answers of the item's task. */
+interface TaskColumns {
+  kind: string;
+  tenant: string | null;
+  max_attempts: number;
+  deadline_at: Date | null;
+  trace?: Record<string, string> | null;
+}
+
+const toClaimed = (i: ItemColumns, t: TaskColumns, dueAt: number | null = null): ClaimedItem => ({
+  itemId: i.id,
+  taskId: i.task_id,
+  kind: t.kind,
+  tenant: t.tenant,
+  key: i.key,
+  snapshot: i.snapshot,
+  attempt: i.attempts,
+  maxAttempts: t.max_attempts,
+  round: i.round,
+  deadlineAt: t.deadline_at,
+  trace: t.trace ?? null,
+  dueAt,
 });
 
 /**
@@ -68,7 +72,7 @@ export async function claimItems(tx: PrismaQueryable, ids: readonly string[], to
     FOR UPDATE OF r`;
   // Items are found by primary key only, and their task is checked per row by a subquery: a
   // join on task_id could lead the planner to walk every item of a large task.
-  const rows = await tx.$queryRaw<ClaimRow[]>`
+  const rows = await tx.$queryRaw<(ItemColumns & TaskColumns)[]>`
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     lapsed AS (
       SELECT i.id FROM fanout_item i JOIN fanout_claim c ON c.token = i.claim_token
@@ -96,7 +100,7 @@ export async function claimItems(tx: PrismaQueryable, ids: readonly string[], to
       ON CONFLICT (token, kind, tenant) DO UPDATE SET item_ids = fanout_claim.item_ids || EXCLUDED.item_ids, lease_until = EXCLUDED.lease_until
     )
     SELECT * FROM rows`;
-  return rows.map(toClaimed);
+  return rows.map((r) => toClaimed(r, r));
 }
 
 /** Orders uuids below every real one: "after nothing" starts from the first task. */
@@ -192,22 +196,9 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
   }
   // In turn, then in listing order.
   items.sort((x, y) => Number(x.turn) - Number(y.turn) || x.seq! - y.seq!);
-  const claimed = items.map((r): ClaimedItem => {
+  const claimed = items.map((r) => {
     const t = tasks.get(r.task_id!)!;
-    return {
-      itemId: r.id!,
-      taskId: r.task_id!,
-      kind: t.kind!,
-      tenant: t.tenant,
-      key: r.key!,
-      snapshot: r.snapshot,
-      attempt: r.attempts!,
-      maxAttempts: t.max_attempts!,
-      round: r.round!,
-      deadlineAt: t.deadline_at,
-      trace: t.trace ?? null,
-      dueAt: r.due_ms ?? t.started_ms ?? null,
-    };
+    return toClaimed(r as ItemColumns, t as TaskColumns, r.due_ms ?? t.started_ms ?? null);
   });
   // The task served last (the next job starts after it), or the first whose turn it was when its
   // items were all taken by concurrent claims.

@@ -5,11 +5,11 @@
 // each size raw and Fanout run in turns (BENCH_REPEATS times, default 5 up to 20,000 items, else
 // 1), and the pair with the median ratio is printed, with every pair's ratio in `ratios`. Next to
 // each Fanout run, the stronger baselines: pg-boss run well (`pgboss_raw_wellrun`) and pg-boss's
-// own fan-in (`pgboss_flow`), each printed with `fanoutRatio` (Fanout's speed over theirs).
+// own fan-in (`pgboss_flow`), each printed with `fanoutRatio` (Fanout's speed over theirs) and the CPU
+// both spent over their timed parts (`cpuSeconds.machine`, `fanoutMachineCpuRatio`).
 // Uses DATABASE_URL's server when set, otherwise an embedded PostgreSQL in a temp folder.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
@@ -17,7 +17,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import pg from 'pg';
 import { createAppRuntime } from '../src/db.ts';
-import { databaseMs } from './clock.ts';
+import { databaseMs, machineCpuSeconds, machineCpuSince } from './clock.ts';
 import { noop } from './noop.ts';
 import { benchServer } from './server.ts';
 
@@ -42,6 +42,8 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 interface ScenarioResult {
   seconds?: number;
   cpuSeconds: number;
+  /** The whole machine's busy CPU seconds over the timed part (the baselines measure it themselves). */
+  machineCpuSeconds?: number | null;
   peakRssMb: number;
   liveHeapMb: number;
   spans?: number;
@@ -77,24 +79,8 @@ function run(args: string[], waitReady = false, env: Record<string, string> = {}
   return { child, ready: waitReady ? ready : Promise.resolve(), result };
 }
 
-/** CPU seconds the whole machine spent busy so far (Linux `/proc/stat`), or null elsewhere. */
-function machineCpuSeconds(): number | null {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const [user, nice, system, , , irq, softirq, steal] = fields as number[];
-    return (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return null;
-  }
-}
-
 const print = (line: Record<string, unknown>) => console.log(JSON.stringify(line));
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
-
-function cpuDelta(before: number | null): number | null {
-  const after = machineCpuSeconds();
-  return before === null || after === null ? null : round(after - before);
-}
 
 /** Raw pg-boss: insert n no-op jobs, work them in batches of 100 with 4 workers. */
 async function measureRaw(n: number) {
@@ -111,7 +97,7 @@ async function measureRaw(n: number) {
     peakRssMb: raw.peakRssMb,
     liveHeapMb: raw.liveHeapMb,
     // The whole machine includes the process's start-up; the worker's own is timed.
-    cpuSeconds: { machineWithStartup: cpuDelta(cpuBefore), worker: raw.cpuSeconds },
+    cpuSeconds: { machineWithStartup: machineCpuSince(cpuBefore), worker: raw.cpuSeconds },
   };
 }
 
@@ -123,7 +109,7 @@ async function measureRaw(n: number) {
 async function measureBaseline(mode: 'raw-wellrun' | 'flow', n: number) {
   const url = await freshDatabase(`bench_${mode.replace('-', '_')}_${n}`);
   const result = await run([mode, url, String(n)]).result;
-  return { seconds: result.seconds!, perSec: Math.round(n / result.seconds!), peakRssMb: result.peakRssMb, liveHeapMb: result.liveHeapMb, cpuSeconds: result.cpuSeconds };
+  return { seconds: result.seconds!, perSec: Math.round(n / result.seconds!), peakRssMb: result.peakRssMb, liveHeapMb: result.liveHeapMb, cpuSeconds: result.cpuSeconds, machineCpuSeconds: result.machineCpuSeconds ?? null };
 }
 
 /**
@@ -160,7 +146,7 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
   const caller = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: randomBytes(8).toString('hex'), traceFlags: TraceFlags.SAMPLED, isRemote: true });
   const task = await context.with(caller, () => api.fanout.submit(noop, { n }));
   const seconds = ((await completed(task.id)) - started) / 1000;
-  const machineCpu = cpuDelta(cpuBefore);
+  const machineCpu = machineCpuSince(cpuBefore);
   const ownCpu = process.cpuUsage(ownCpuBefore);
   // Where the time went, on the database's clock: until a manager took the task, its dispatch,
   // until the first item started, and from the last item's start to the task's completion.
@@ -270,7 +256,7 @@ const withRaw = process.env.BENCH_RAW !== '0';
 try {
   for (const n of sizes) {
     const pairs = [];
-    const against: Record<'raw-wellrun' | 'flow', { seconds: number; perSec: number; ratio: number; fanoutSeconds: number }[]> = { 'raw-wellrun': [], flow: [] };
+    const against: Record<'raw-wellrun' | 'flow', { seconds: number; perSec: number; ratio: number; fanoutSeconds: number; cpuSeconds: number; machineCpuSeconds: number | null; fanoutMachineCpuSeconds: number | null }[]> = { 'raw-wellrun': [], flow: [] };
     if (!withRaw) {
       // Fanout alone (BENCH_RAW=0): the scale scenario, where raw pg-boss would take minutes.
       const fanout = await measureFanout(n);
@@ -287,7 +273,7 @@ try {
       // The stronger baselines, each next to the Fanout run just made (the machine drifts).
       for (const mode of baselines) {
         const b = await measureBaseline(mode, n);
-        against[mode].push({ ...b, ratio: b.seconds / fanout.seconds, fanoutSeconds: fanout.seconds });
+        against[mode].push({ ...b, ratio: b.seconds / fanout.seconds, fanoutSeconds: fanout.seconds, fanoutMachineCpuSeconds: fanout.cpuSeconds.machine });
       }
     }
     pairs.sort((a, b) => a.ratio - b.ratio);
@@ -309,6 +295,14 @@ try {
         // Fanout's speed as a multiple of this baseline's (above 1: Fanout is faster).
         fanoutRatio: round(mid.ratio),
         ...(runs.length > 1 ? { fanoutRatios: runs.map((r) => round(r.ratio)) } : {}),
+        // The CPU both spent over their timed parts: the whole machine's (PostgreSQL included) and
+        // the baseline's own process. On a machine whose cores are all busy, time follows CPU.
+        cpuSeconds: { machine: mid.machineCpuSeconds, worker: mid.cpuSeconds },
+        fanoutMachineCpuSeconds: mid.fanoutMachineCpuSeconds,
+        ...(mid.machineCpuSeconds && mid.fanoutMachineCpuSeconds ? { fanoutMachineCpuRatio: round(mid.fanoutMachineCpuSeconds / mid.machineCpuSeconds) } : {}),
+        ...(runs.length > 1 && runs.every((r) => r.machineCpuSeconds && r.fanoutMachineCpuSeconds)
+          ? { fanoutMachineCpuRatios: runs.map((r) => round(r.fanoutMachineCpuSeconds! / r.machineCpuSeconds!)) }
+          : {}),
       });
     }
     fanoutSeconds.set(n, median.fanout.seconds);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 
 /**
@@ -7,4 +8,25 @@ import type pg from 'pg';
 export async function databaseMs(client: pg.Client): Promise<number> {
   const { rows } = await client.query<{ t: string }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS t');
   return Number(rows[0]!.t);
+}
+
+/**
+ * CPU seconds the whole machine spent busy so far (Linux `/proc/stat`: every process, PostgreSQL
+ * included), or null elsewhere. Fanout's runs and the baselines' are compared on it over the same
+ * span as their clocks.
+ */
+export function machineCpuSeconds(): number | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields as number[];
+    return (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+/** The machine's busy CPU seconds since `before` (two decimals), or null elsewhere. */
+export function machineCpuSince(before: number | null): number | null {
+  const after = machineCpuSeconds();
+  return before === null || after === null ? null : Math.round((after - before) * 100) / 100;
 }

@@ -11,7 +11,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { createAppRuntime } from '../src/db.ts';
-import { databaseMs } from './clock.ts';
+import { databaseMs, machineCpuSeconds, machineCpuSince } from './clock.ts';
 import { BATCH, noop, WORKERS } from './noop.ts';
 
 const [mode, url, nArg] = process.argv.slice(2);
@@ -96,15 +96,19 @@ if (mode === 'raw') {
   }
   const cpu = process.cpuUsage();
   let seconds: number;
+  let machineCpu: number | null;
   if (mode === 'flow') {
+    const machineBefore = machineCpuSeconds();
     const started = performance.now();
     const refs = Array.from({ length: n }, (_, i) => `i${i}`);
     await boss.flow([...refs.map((ref, i) => ({ ref, name: queue, data: { i } })), { ref: 'fan-in', name: 'bench_flow_fanin', dependsOn: refs }]);
     await fanIn.promise;
     seconds = (performance.now() - started) / 1000;
+    machineCpu = machineCpuSince(machineBefore);
   } else {
     // Timed on the database's clock, as the Fanout scenario is: from before the first insert to
     // the last completion the database stored.
+    const machineBefore = machineCpuSeconds();
     const startedMs = await databaseMs(watcher);
     for (let i = 0; i < n; i += 1000) {
       await boss.insert(queue, Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ data: { i: i + j } })));
@@ -121,12 +125,13 @@ if (mode === 'raw') {
     }
     const { rows } = await watcher.query<{ at: string }>('SELECT extract(epoch FROM max(completed_on)) * 1000 AS at FROM pgboss.job WHERE name = $1', [queue]);
     seconds = (Number(rows[0]!.at) - startedMs) / 1000;
+    machineCpu = machineCpuSince(machineBefore);
   }
   const cpuSeconds = cpuSince(cpu);
   const liveHeapMb = finalLiveHeapMb();
   await watcher.end();
   await boss.stop({ graceful: true });
-  console.log(JSON.stringify({ seconds, cpuSeconds, peakRssMb: peakRssMb(), liveHeapMb }));
+  console.log(JSON.stringify({ seconds, cpuSeconds, machineCpuSeconds: machineCpu, peakRssMb: peakRssMb(), liveHeapMb }));
   process.exit(0);
 } else {
   const managers = mode === 'fanout-manager';

@@ -39,6 +39,18 @@ describe('scheduling', () => {
     }, 150_000);
   }
 
+  it('a tenant working alone keeps its workers: its claims go on without a job each', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 10 });
+    // Claims of at most 20 items (10 handlers and 10 held ahead): 100 of them at least.
+    const task = await t.app.fanout.submit('test_batch', { count: 2000 }, { tenant: 'alone' });
+    expect(await finished(t, task.id, 60_000)).toMatchObject({ status: 'completed', succeeded: 2000, failed: 0 });
+    const [row] = await t.app.prisma.$queryRaw<{ jobs: number }[]>`SELECT count(*)::int AS jobs FROM pgboss.job WHERE name = 'test_batch_items'`;
+    console.log(`alone: ${row!.jobs} child jobs for 2,000 items`);
+    // A job per claim would be 100 or more; a job that keeps its worker hands on at most once a second.
+    expect(row!.jobs).toBeLessThan(40);
+  });
+
   it('a higher priority is served first among a tenant\'s tasks', async () => {
     await using t = await testApp();
     await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10 });

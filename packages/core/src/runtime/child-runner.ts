@@ -28,6 +28,15 @@ export function claimedAhead(concurrency: number, meanItemMs: number | null): nu
   return Math.min(concurrency, Math.max(1, Math.ceil((concurrency * AHEAD_MS) / Math.max(meanItemMs, 0.001))));
 }
 
+/**
+ * The longest a job keeps its worker claiming for its tenant (see `ChildRunner.handleTicket`),
+ * however many items there are: then it hands its slot on through the queue as any other job.
+ */
+const KEEP_MS = 1000;
+
+/** After a job that kept its worker found others waiting, how long its tenant's jobs hand on at once. */
+const OTHERS_RECHECK_MS = 250;
+
 /** How long a job of a tenant at its in-flight quota waits before it looks again. */
 const QUOTA_RECHECK_MS = 500;
 import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
@@ -64,6 +73,15 @@ export class ChildRunner {
   readonly #ctx: RuntimeContext;
   readonly #scheduling: SchedulingSettings;
   readonly #enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>;
+  /**
+   * Whether the definition's child queue holds a job other than the tenant's own window jobs,
+   * due or being worked (true when that cannot be known).
+   */
+  readonly #othersWaiting: (kind: string, tenant: string | null) => Promise<boolean>;
+  /** Successor jobs being queued in the background (see handleTicket). */
+  readonly #queueing = new Set<Promise<void>>();
+  /** When a job that kept its worker last found others waiting, per definition and tenant (`performance.now()`). */
+  readonly #othersSeen = new Map<string, number>();
   /** The handlers running at once (`worker.concurrency`). */
   readonly #limit: LocalLimit;
   /**
@@ -84,10 +102,16 @@ export class ChildRunner {
   /** Items that have run and whose outcome (or release) is not stored yet. */
   readonly #recording = new PhaseCount();
 
-  constructor(ctx: RuntimeContext, scheduling: SchedulingSettings, enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>) {
+  constructor(
+    ctx: RuntimeContext,
+    scheduling: SchedulingSettings,
+    enqueueTickets: (kind: string, jobs: readonly TicketJob[]) => Promise<void>,
+    othersWaiting: (kind: string, tenant: string | null) => Promise<boolean> = async () => true,
+  ) {
     this.#ctx = ctx;
     this.#scheduling = scheduling;
     this.#enqueueTickets = enqueueTickets;
+    this.#othersWaiting = othersWaiting;
     this.#limit = new LocalLimit(ctx.settings.concurrency);
     this.#held = new LocalLimit(ctx.settings.concurrency + claimedAhead(ctx.settings.concurrency, null));
     this.#leases = new LeaseKeeper(ctx.store, {
@@ -126,7 +150,7 @@ export class ChildRunner {
   async drain(): Promise<void> {
     await this.#running.atMost(0);
     await this.#recording.atMost(0);
-    await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain()]);
+    await Promise.all([this.#settles.idle(), this.#releases.idle(), this.#ctx.itemLogs.drain(), ...this.#queueing]);
     // The claims this process is done with are forgotten now rather than left to lapse.
     await this.#leases.flushEnded().catch((error: unknown) => this.#ctx.reportError(error, 'ending claims'));
     this.#leases.stop();
@@ -134,63 +158,108 @@ export class ChildRunner {
 
   /**
    * Works one job of the child queue: waits for room for at least one item, claims the next items
-   * of the job's tenant (up to the room and `batchSize`), queues the job's successor when there
-   * was something to claim, and starts the handlers. Resolves once this process has room again
-   * (so its fetch loop takes a job only when it can run its items) and the outcomes waiting to be
-   * stored stay within one process's worth; the items keep their claims, with their leases
-   * renewed, until their outcomes are stored, and if this process dies first the leases lapse
-   * and the maintenance loop gives the items again. Resolves false when the job had nothing to do
-   * (its tenant has nothing to run now, and no successor was queued).
+   * of the job's tenant (up to the room and `batchSize`), and starts the handlers. When the claim
+   * took all it asked for and the queue holds no other job, waiting or being worked
+   * (`othersWaiting`: another tenant's, or retries come due), the job goes on in this process
+   * once there is room again, claiming for the tenant's next task, for up to `KEEP_MS`; otherwise
+   * it queues its successor (when there was something to claim) and ends. Resolves once this
+   * process has room again (so its fetch loop
+   * takes a job only when it can run its items) and the outcomes waiting to be stored stay within
+   * one process's worth; the items keep their claims, with their leases renewed, until their
+   * outcomes are stored, and if this process dies first the leases lapse and the maintenance loop
+   * gives the items again. Resolves false when the job had nothing to do (its tenant has nothing
+   * to run now, and no successor was queued).
    */
   async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<boolean> {
     const ctx = this.#ctx;
-    const ticket = job.data;
-    const room = await this.#held.acquireSome(ctx.settings.batchSize, AbortSignal.any([job.signal, ctx.shutdown]));
-    let claimed: ClaimedItem[] = [];
-    let token = '';
-    const claiming = ctx.telemetry.claimStarted(room);
-    let claim: ClaimTiming | null = null;
-    let successor: TicketJob | null = null;
-    try {
-      token = randomUUID();
-      const result = await ctx.store.claimNext({
-        kind: definition.name,
-        tenant: ticket.tenant,
-        after: ticket.after ?? null,
-        limit: room,
-        token,
-        leaseMs: ctx.settings.leaseMs,
-        maxInFlight: this.#scheduling.maxInFlightPerTenant,
-        maxRunningTasks: this.#scheduling.maxRunningTasksPerTenant,
-      });
-      claimed = result.claimed;
-      claim = claiming.ended(claimed.length);
-      // The chain goes on while there is something to take: items claimed, or a task whose items
-      // a concurrent job locked first (the next job moves on to the next task), or a quota that
-      // will free up. It ends when the tenant has nothing to run now.
-      successor =
-        claimed.length > 0 || result.taskId !== null
-          ? successorTicket(ticket, result.taskId)
-          : result.atQuota
-            ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
-            : null;
-    } finally {
-      for (let i = claimed.length; i < room; i++) this.#held.release();
+    const signal = AbortSignal.any([job.signal, ctx.shutdown]);
+    const keepUntil = performance.now() + KEEP_MS;
+    let ticket = job.data;
+    for (let round = 0; ; round++) {
+      let room: number;
+      try {
+        room = await this.#held.acquireSome(ctx.settings.batchSize, signal);
+      } catch (error) {
+        // Stopped while it kept its worker: its slot goes on elsewhere (best effort; else the
+        // maintenance loop tops up the window).
+        if (round > 0) {
+          await this.#enqueueTickets(definition.name, [successorTicket(job.data, ticket.after ?? null)]).catch((e: unknown) => ctx.reportError(e, 'queueing the next job of a slot'));
+        }
+        throw error;
+      }
+      let claimed: ClaimedItem[] = [];
+      let token = '';
+      const claiming = ctx.telemetry.claimStarted(room);
+      let claim: ClaimTiming | null = null;
+      let successor: TicketJob | null = null;
+      try {
+        token = randomUUID();
+        const result = await ctx.store.claimNext({
+          kind: definition.name,
+          tenant: ticket.tenant,
+          after: ticket.after ?? null,
+          limit: room,
+          token,
+          leaseMs: ctx.settings.leaseMs,
+          maxInFlight: this.#scheduling.maxInFlightPerTenant,
+          maxRunningTasks: this.#scheduling.maxRunningTasksPerTenant,
+        });
+        claimed = result.claimed;
+        claim = claiming.ended(claimed.length);
+        // The chain goes on while there is something to take: items claimed, or a task whose items
+        // a concurrent job locked first (the next job moves on to the next task), or a quota that
+        // will free up. It ends when the tenant has nothing to run now.
+        successor =
+          claimed.length > 0 || result.taskId !== null
+            ? successorTicket(ticket, result.taskId)
+            : result.atQuota
+              ? successorTicket(ticket, ticket.after ?? null, new Date(Date.now() + QUOTA_RECHECK_MS))
+              : null;
+      } finally {
+        for (let i = claimed.length; i < room; i++) this.#held.release();
+      }
+      // The items start before the successor goes in: their handlers do not wait on its round trip,
+      // and a successor that cannot be stored strands nothing (the maintenance loop tops up the
+      // window of a running task that has items left).
+      for (const item of claimed) this.#start(definition, new Attempt(ctx, item, token), ctx.telemetry.item(item, claim!));
+      // A claim that took all it asked for, a batch's worth (a full batch, or all the items held
+      // ahead of the handlers), may well find more: this job keeps its worker (see below). A small
+      // room (a busy process) is not worth the read that keeping asks for, and neither is a tenant
+      // that found someone else in the queue a moment ago (busy tenants side by side: their jobs
+      // take turns through the queue, as they would without keeping).
+      const worth = Math.min(ctx.settings.batchSize, this.#held.limit - ctx.settings.concurrency);
+      const seenKey = `${definition.name}\u0000${ticket.tenant ?? ''}`;
+      const seen = this.#othersSeen.get(seenKey);
+      const now = performance.now();
+      const keep = successor !== null && claimed.length === room && room >= worth && ticket.slot >= 0 && now < keepUntil && (seen === undefined || now - seen >= OTHERS_RECHECK_MS);
+      if (successor && !keep) await this.#enqueueTickets(definition.name, [successor]);
+      if (claimed.length === 0) return round > 0 || successor !== null;
+      // Take the next job (or claim again) only once half the items held ahead have started (at
+      // most a batch): the other half keeps the handlers busy through the next round trips, and the
+      // claims are as large as that allows (a job per freed slot would cost a fetch, a claim and a
+      // successor per item). Long items, with one item ahead, go on as soon as a handler is free.
+      const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil((this.#held.limit - ctx.settings.concurrency) / 2)));
+      await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
+      await this.#recording.atMost(ctx.settings.concurrency);
+      if (!keep) return true;
+      // Going on here costs one light read instead of the successor's insert, its fetch and the
+      // completion of this job; the read answers whether that would put anyone else first. Anyone
+      // waiting (or not knowing) hands the slot on through the queue, as a job that did not keep it.
+      const yieldTo = signal.aborted || (await this.#othersWaiting(definition.name, ticket.tenant).catch(() => true));
+      if (yieldTo) {
+        if (this.#othersSeen.size >= 1000) this.#othersSeen.clear(); // (tenants come and go)
+        this.#othersSeen.set(seenKey, performance.now());
+        // The successor goes in while this loop already fetches what waits (it is not waited for:
+        // the job another tenant is waiting with is fetched one round trip sooner). One that
+        // cannot be stored strands nothing, as above.
+        const queued: Promise<void> = this.#enqueueTickets(definition.name, [successor!])
+          .catch((error: unknown) => ctx.reportError(error, 'queueing the next job of a slot'))
+          .finally(() => this.#queueing.delete(queued));
+        this.#queueing.add(queued);
+        return true;
+      }
+      ticket = successor!.data;
     }
-    // The items start before the successor goes in: their handlers do not wait on its round trip,
-    // and a successor that cannot be stored strands nothing (the maintenance loop tops up the
-    // window of a running task that has items left).
-    for (const item of claimed) this.#start(definition, new Attempt(ctx, item, token), ctx.telemetry.item(item, claim!));
-    if (successor) await this.#enqueueTickets(definition.name, [successor]);
-    if (claimed.length === 0) return successor !== null;
-    // Take the next job only once half the items held ahead have started (at most a batch): the
-    // other half keeps the handlers busy through the next job's round trips, and the claims are
-    // as large as that allows (a job per freed slot would cost a fetch, a claim and a successor
-    // per item). Long items, with one item ahead, take a job as soon as a handler is free.
-    const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil((this.#held.limit - ctx.settings.concurrency) / 2)));
-    await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
-    await this.#recording.atMost(ctx.settings.concurrency);
-    return true;
   }
 
   /** Follows the handlers' mean duration and sizes the items held ahead of them by it. */

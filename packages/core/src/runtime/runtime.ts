@@ -341,7 +341,12 @@ export class Fanout implements AsyncDisposable {
       }
     }
     if (options.children ?? true) {
-      const children = (this.#children = new ChildRunner(this.#ctx, this.#scheduling, async (kind, jobs) => void (await this.#enqueueTickets(null, kind, jobs))));
+      const children = (this.#children = new ChildRunner(
+        this.#ctx,
+        this.#scheduling,
+        async (kind, jobs) => void (await this.#enqueueTickets(null, kind, jobs)),
+        (kind, tenant) => this.#othersWaiting(kind, tenant),
+      ));
       const boss = this.#boss;
       for (const definition of this.#definitions.values()) {
         // Two fetch loops, one job at a time each: a job takes as many items as there is room for,
@@ -761,6 +766,33 @@ export class Fanout implements AsyncDisposable {
       return rows[0]?.waiting === window.length;
     } catch (error) {
       // 42P01: the table went (the queue was dropped and made again): read where it is next time.
+      if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
+      throw error;
+    }
+  }
+
+  /**
+   * Whether the definition's child queue holds a job, due or being worked, that is not one of
+   * `tenant`'s window jobs: another tenant's, or a retry come due. A job that claimed a full batch
+   * keeps its worker while this answers false (ChildRunner.handleTicket): the tenant is alone,
+   * and nobody's job waits behind it. Another tenant's job being worked counts too, since its
+   * successor will want a worker soon. True (do not keep it) when the runtime cannot read the
+   * queue's table (an app's own PgBoss).
+   */
+  async #othersWaiting(kind: string, tenant: string | null): Promise<boolean> {
+    if (this.#bossSchema === null) return true;
+    const queue = this.definition(kind).childQueue;
+    const table = await this.#jobTable(queue);
+    const own = windowTickets(this.#scheduling, tenant).map((job) => job.singletonKey);
+    try {
+      const { rows } = await (this.#jobsDb(null) ?? this.#boss.getDb()).executeSql(
+        `SELECT EXISTS (SELECT 1 FROM ${table}
+                        WHERE name = $1 AND state <= 'active' AND start_after <= now()
+                          AND NOT (COALESCE(singleton_key, '') = ANY($2::text[]))) AS waiting`,
+        [queue, own],
+      );
+      return rows[0]?.waiting !== false;
+    } catch (error) {
       if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
       throw error;
     }

@@ -529,7 +529,10 @@ export interface FanoutStore {
   // -- controls ------------------------------------------------------------------------------
   /**
    * Stops a queued or running task: status `stopping` with a reason, every pending item
-   * cancelled and counted, and the task finished at once when nothing is left running.
+   * cancelled and counted, and the task finished at once when nothing is left running. A stop
+   * for the failure tolerance (`failure_threshold`) applies only to a task its settle already made
+   * `stopping` for that reason: one that arrives after the task was retried (a new round,
+   * `running`) changes nothing (`changed: false`).
    */
   stopTask(taskId: string, reason: StopReason, error?: string): Promise<StopResult | null>;
   /**

@@ -733,6 +733,24 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.stopTask(whole.task.id, 'failure_threshold')).toMatchObject({ task: { status: 'failed', cancelled: 2 } });
         expect(await store.retryFailed(whole.task.id, recorder().enqueue)).toMatchObject({ retried: 3, task: { status: 'running', failed: 0, cancelled: 0 } });
       });
+
+      it('ignores a stop for the failure tolerance that comes after the task was retried (a stop its last round asked for)', async () => {
+        const { task, ids } = await dispatched(3, { maxFailures: 0 });
+        const t1 = randomUUID();
+        await store.claimItems([ids[0]!], t1, LEASE);
+        expect((await store.settleItems([outcome(ids[0]!, t1, 'failed')])).tasks[0]).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold' });
+        expect(await store.stopTask(task.id, 'failure_threshold')).toMatchObject({ task: { status: 'failed', cancelled: 2 } });
+        await store.retryFailed(task.id, recorder().enqueue);
+        // A second settle of the first round had asked for the same stop; it arrives late.
+        expect(await store.stopTask(task.id, 'failure_threshold')).toMatchObject({ changed: false, cancelledItems: 0, task: { status: 'running', round: 2 } });
+        const t2 = randomUUID();
+        expect((await store.claimItems(ids, t2, LEASE)).claimed).toHaveLength(3);
+        const end = await store.settleItems(ids.map((id) => outcome(id, t2)));
+        expect(end.tasks[0]).toMatchObject({ status: 'completed', succeeded: 3, failed: 0, stopReason: null, finished: true });
+        // Any other stop still stops a running task.
+        const other = await dispatched(2);
+        expect(await store.stopTask(other.task.id, 'cancelled')).toMatchObject({ changed: true, task: { status: 'cancelled', cancelled: 2 } });
+      });
     });
 
     describe('maintenance', () => {

@@ -20,6 +20,11 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
   if (isTerminalStatus(current.status)) {
     return { changed: false, cancelledItems: 0, task: toSettled(current, true) };
   }
+  // The settle that passed the tolerance made the task stopping, and its stop follows; one that
+  // finds the task running again (retried since, a new round) was asked for by the last round.
+  if (reason === 'failure_threshold' && !(current.status === 'stopping' && current.stop_reason === 'failure_threshold')) {
+    return { changed: false, cancelledItems: 0, task: toSettled(current) };
+  }
   const changed = current.status !== 'stopping';
   // Its ready rows go first (a claim holding some is waited for: what it took runs, and is stopped
   // on its worker), then its pending items are cancelled: the same lock order as a claim's.

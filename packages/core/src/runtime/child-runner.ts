@@ -78,7 +78,7 @@ export class ChildRunner {
    * due or being worked (true when that cannot be known).
    */
   readonly #othersWaiting: (kind: string, tenant: string | null) => Promise<boolean>;
-  /** Successor jobs being queued in the background (see handleTicket). */
+  /** Successor jobs being queued in the background (`#handOn`). */
   readonly #queueing = new Set<Promise<void>>();
   /** When a job that kept its worker last found others waiting, per definition and tenant (`performance.now()`). */
   readonly #othersSeen = new Map<string, number>();
@@ -163,28 +163,26 @@ export class ChildRunner {
    * (`othersWaiting`: another tenant's, or retries come due), the job goes on in this process
    * once there is room again, claiming for the tenant's next task, for up to `KEEP_MS`; otherwise
    * it queues its successor (when there was something to claim) and ends. Resolves once this
-   * process has room again (so its fetch loop
-   * takes a job only when it can run its items) and the outcomes waiting to be stored stay within
-   * one process's worth; the items keep their claims, with their leases renewed, until their
-   * outcomes are stored, and if this process dies first the leases lapse and the maintenance loop
-   * gives the items again. Resolves false when the job had nothing to do (its tenant has nothing
-   * to run now, and no successor was queued).
+   * process has room again (so its fetch loop takes a job only when it can run its items) and the
+   * outcomes waiting to be stored stay within one process's worth; the items keep their claims,
+   * with their leases renewed, until their outcomes are stored, and if this process dies first the
+   * leases lapse and the maintenance loop gives the items again. Resolves false when the job had
+   * nothing to do (its tenant has nothing to run now, and no successor was queued).
    */
   async handleTicket(definition: AnyFanoutDefinition, job: Job<TicketData>): Promise<boolean> {
     const ctx = this.#ctx;
     const signal = AbortSignal.any([job.signal, ctx.shutdown]);
     const keepUntil = performance.now() + KEEP_MS;
     let ticket = job.data;
+    /** The successor this job holds while it keeps its worker (not queued yet). */
+    let kept: TicketJob | null = null;
     for (let round = 0; ; round++) {
       let room: number;
       try {
         room = await this.#held.acquireSome(ctx.settings.batchSize, signal);
       } catch (error) {
-        // Stopped while it kept its worker: its slot goes on elsewhere (best effort; else the
-        // maintenance loop tops up the window).
-        if (round > 0) {
-          await this.#enqueueTickets(definition.name, [successorTicket(job.data, ticket.after ?? null)]).catch((e: unknown) => ctx.reportError(e, 'queueing the next job of a slot'));
-        }
+        // Stopped while it kept its worker: its slot goes on elsewhere.
+        if (kept) await this.#handOn(definition.name, kept);
         throw error;
       }
       let claimed: ClaimedItem[] = [];
@@ -227,7 +225,8 @@ export class ChildRunner {
       // room (a busy process) is not worth the read that keeping asks for, and neither is a tenant
       // that found someone else in the queue a moment ago (busy tenants side by side: their jobs
       // take turns through the queue, as they would without keeping).
-      const worth = Math.min(ctx.settings.batchSize, this.#held.limit - ctx.settings.concurrency);
+      const ahead = this.#held.limit - ctx.settings.concurrency;
+      const worth = Math.min(ctx.settings.batchSize, ahead);
       const seenKey = `${definition.name}\u0000${ticket.tenant ?? ''}`;
       const seen = this.#othersSeen.get(seenKey);
       const now = performance.now();
@@ -238,7 +237,7 @@ export class ChildRunner {
       // most a batch): the other half keeps the handlers busy through the next round trips, and the
       // claims are as large as that allows (a job per freed slot would cost a fetch, a claim and a
       // successor per item). Long items, with one item ahead, go on as soon as a handler is free.
-      const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil((this.#held.limit - ctx.settings.concurrency) / 2)));
+      const enough = Math.min(ctx.settings.batchSize, Math.max(1, Math.ceil(ahead / 2)));
       await this.#held.whenFree(enough, ctx.shutdown).catch(() => {});
       await this.#recording.atMost(ctx.settings.concurrency);
       if (!keep) return true;
@@ -250,16 +249,26 @@ export class ChildRunner {
         if (this.#othersSeen.size >= 1000) this.#othersSeen.clear(); // (tenants come and go)
         this.#othersSeen.set(seenKey, performance.now());
         // The successor goes in while this loop already fetches what waits (it is not waited for:
-        // the job another tenant is waiting with is fetched one round trip sooner). One that
-        // cannot be stored strands nothing, as above.
-        const queued: Promise<void> = this.#enqueueTickets(definition.name, [successor!])
-          .catch((error: unknown) => ctx.reportError(error, 'queueing the next job of a slot'))
-          .finally(() => this.#queueing.delete(queued));
-        this.#queueing.add(queued);
+        // the job another tenant is waiting with is fetched one round trip sooner).
+        void this.#handOn(definition.name, successor!);
         return true;
       }
-      ticket = successor!.data;
+      kept = successor!;
+      ticket = kept.data;
     }
+  }
+
+  /**
+   * Queues the successor of a job that kept its worker. One that cannot be stored strands nothing
+   * (the maintenance loop tops up the window of a running task that has items left); drain waits
+   * for those still on their way.
+   */
+  #handOn(kind: string, successor: TicketJob): Promise<void> {
+    const queued: Promise<void> = this.#enqueueTickets(kind, [successor])
+      .catch((error: unknown) => this.#ctx.reportError(error, 'queueing the next job of a slot'))
+      .finally(() => this.#queueing.delete(queued));
+    this.#queueing.add(queued);
+    return queued;
   }
 
   /** Follows the handlers' mean duration and sizes the items held ahead of them by it. */

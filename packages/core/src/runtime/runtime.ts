@@ -755,20 +755,14 @@ export class Fanout implements AsyncDisposable {
    */
   async #windowWaiting(tx: SqlExecutor | null, kind: string, window: readonly TicketJob[]): Promise<boolean> {
     if (this.#bossSchema === null) return false;
-    const queue = this.definition(kind).childQueue;
-    const table = await this.#jobTable(queue);
-    try {
-      const { rows } = await (this.#jobsDb(tx) ?? this.#boss.getDb()).executeSql(
-        `SELECT count(*)::int AS waiting FROM ${table}
-         WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
-        [queue, window.map((job) => job.singletonKey)],
-      );
-      return rows[0]?.waiting === window.length;
-    } catch (error) {
-      // 42P01: the table went (the queue was dropped and made again): read where it is next time.
-      if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
-      throw error;
-    }
+    const rows = await this.#readJobTable(
+      tx,
+      kind,
+      (table) => `SELECT count(*)::int AS waiting FROM ${table}
+                  WHERE name = $1 AND state = 'created' AND policy = 'short' AND COALESCE(singleton_key, '') = ANY($2::text[])`,
+      window.map((job) => job.singletonKey),
+    );
+    return rows[0]?.waiting === window.length;
   }
 
   /**
@@ -781,18 +775,29 @@ export class Fanout implements AsyncDisposable {
    */
   async #othersWaiting(kind: string, tenant: string | null): Promise<boolean> {
     if (this.#bossSchema === null) return true;
+    const rows = await this.#readJobTable(
+      null,
+      kind,
+      (table) => `SELECT EXISTS (SELECT 1 FROM ${table}
+                                 WHERE name = $1 AND state <= 'active' AND start_after <= now()
+                                   AND NOT (COALESCE(singleton_key, '') = ANY($2::text[]))) AS waiting`,
+      windowTickets(this.#scheduling, tenant).map((job) => job.singletonKey),
+    );
+    return rows[0]?.waiting !== false;
+  }
+
+  /**
+   * Runs a read of the definition's child-queue table (`#jobTable`; `sql` gets its name, `$1` is
+   * the queue's name and `$2` the given keys), in `tx` when given.
+   */
+  async #readJobTable(tx: SqlExecutor | null, kind: string, sql: (table: string) => string, keys: readonly string[]): Promise<Record<string, unknown>[]> {
     const queue = this.definition(kind).childQueue;
     const table = await this.#jobTable(queue);
-    const own = windowTickets(this.#scheduling, tenant).map((job) => job.singletonKey);
     try {
-      const { rows } = await (this.#jobsDb(null) ?? this.#boss.getDb()).executeSql(
-        `SELECT EXISTS (SELECT 1 FROM ${table}
-                        WHERE name = $1 AND state <= 'active' AND start_after <= now()
-                          AND NOT (COALESCE(singleton_key, '') = ANY($2::text[]))) AS waiting`,
-        [queue, own],
-      );
-      return rows[0]?.waiting !== false;
+      const { rows } = await (this.#jobsDb(tx) ?? this.#boss.getDb()).executeSql(sql(table), [queue, keys]);
+      return rows as Record<string, unknown>[];
     } catch (error) {
+      // 42P01: the table went (the queue was dropped and made again): read where it is next time.
       if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
       throw error;
     }

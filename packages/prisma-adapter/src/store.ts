@@ -2,6 +2,7 @@ import {
   FanoutError,
   type ClaimResult,
   type DispatchedTask,
+  type EndingWrite,
   type EnqueueWork,
   type ClaimNextQuery,
   type ClaimNextResult,
@@ -16,6 +17,7 @@ import {
   type Outcome,
   type Page,
   type ReconcileResult,
+  type RecordedEndings,
   type RecoverResult,
   type Release,
   type RetryFailedResult,
@@ -53,6 +55,7 @@ import * as announce from './sql/announce.ts';
 import * as claim from './sql/claim.ts';
 import * as controls from './sql/controls.ts';
 import * as dispatch from './sql/dispatch.ts';
+import * as endings from './sql/endings.ts';
 import * as fanIn from './sql/fan-in.ts';
 import * as limits from './sql/limits.ts';
 import * as logs from './sql/logs.ts';
@@ -408,6 +411,12 @@ export class PrismaFanoutStore implements FanoutStore {
   async completeFanIns(done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]> {
     const valid = done.filter((d) => isUuid(d.taskId) && isUuid(d.token));
     return valid.length === 0 ? [] : retryOnConflict(() => fanIn.completeFanIns(this.#db, valid));
+  }
+
+  async recordEndings(writes: readonly EndingWrite[], leaseMs: number, token: string): Promise<RecordedEndings> {
+    // A write naming an id that is not a UUID names no task (as in the methods it stands for).
+    const valid = writes.filter((w) => isUuid(w.taskId) && (w.write !== 'complete_fan_in' || isUuid(w.token)));
+    return valid.length === 0 ? { claimed: [], completed: [] } : retryOnConflict(() => endings.recordEndings(this.#db, valid, leaseMs, token));
   }
 
   async releaseFanIn(taskId: string, token: string, retryInMs: number): Promise<void> {

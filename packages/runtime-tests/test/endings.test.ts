@@ -8,17 +8,29 @@ import { testDefinition } from './fixtures/definitions.ts';
 import { waitFor } from './fixtures/harness.ts';
 
 const BATCH_METHODS = ['markAnnouncedMany', 'claimFanIns', 'completeFanIns'] as const;
+const ONE_STATEMENT = 'recordEndings';
+
+type Mode = 'one statement' | 'batch methods' | 'one task at a time';
 
 /**
- * The store, with the optional batch methods of endings either hidden (a store that lacks them)
- * or counted: how many entries each call carried.
+ * The store with the optional methods of endings it has in `mode` (the others hidden, as in a
+ * store that lacks them), counted: how many entries each call carried, and for `recordEndings`
+ * how many writes of each kind.
  */
-function storeFor(store: FanoutStore, batched: boolean, calls: Record<string, number[]>): FanoutStore {
+function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]>): FanoutStore {
   return new Proxy(store, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
+      if (property === ONE_STATEMENT) {
+        if (mode !== 'one statement') return undefined;
+        return (writes: ReadonlyArray<{ write: string }>, ...rest: unknown[]) => {
+          (calls[ONE_STATEMENT] ??= []).push(writes.length);
+          for (const kind of ['announced', 'claim_fan_in', 'complete_fan_in']) (calls[kind] ??= []).push(writes.filter((w) => w.write === kind).length);
+          return (value as (...args: unknown[]) => unknown).call(target, writes, ...rest);
+        };
+      }
       if ((BATCH_METHODS as readonly PropertyKey[]).includes(property)) {
-        if (!batched) return undefined;
+        if (mode === 'one task at a time') return undefined;
         return (entries: readonly unknown[], ...rest: unknown[]) => {
           (calls[property as string] ??= []).push(entries.length);
           return (value as (...args: unknown[]) => unknown).call(target, entries, ...rest);
@@ -30,17 +42,18 @@ function storeFor(store: FanoutStore, batched: boolean, calls: Record<string, nu
 }
 
 // The process that finishes a task announces its ending and runs its fan-in; tasks finishing
-// together share the statements that record both (three per batch instead of three per task).
+// together share the statements that record both: one per batch for all three writes, or one
+// per batch and kind with a store that lacks `recordEndings`, instead of three per task.
 // The maintenance loop is kept out of the way (a minute apart), so this is the finishing path.
 describe('endings of tasks that finish together', () => {
-  for (const batched of [true, false]) {
-    it(`each is announced once and its fan-in runs once, ${batched ? 'recorded in shared statements' : 'with a store that records them one task at a time'}`, async () => {
+  for (const mode of ['one statement', 'batch methods', 'one task at a time'] as const) {
+    it(`each is announced once and its fan-in runs once, recorded ${mode === 'one statement' ? 'in shared statements' : mode === 'batch methods' ? 'in a statement per kind' : 'one task at a time'}`, async () => {
       const db = await createTestDatabase({ migrations: [migrationsDir] });
       const database = openPrismaDatabase({ databaseUrl: db.url, prisma: (adapter) => new PrismaClient({ adapter }) });
       const fanIns = new Map<string, number>();
       const calls: Record<string, number[]> = {};
       const fanout = fanoutOn(
-        { ...database, store: storeFor(database.store, batched, calls) as typeof database.store },
+        { ...database, store: storeFor(database.store, mode, calls) as typeof database.store },
         {
           definitions: [testDefinition({ dispatchAtSubmit: 10, onFinish: (id) => void fanIns.set(id, (fanIns.get(id) ?? 0) + 1) })],
           worker: { concurrency: 20, leaseMs: 3000 },
@@ -71,11 +84,17 @@ describe('endings of tasks that finish together', () => {
           [ids],
         );
         expect(leases[0]!.n).toBe(0);
-        if (batched) {
+        const sum = (sizes: number[] | undefined) => (sizes ?? []).reduce((a, b) => a + b, 0);
+        if (mode === 'one statement') {
+          for (const kind of ['announced', 'claim_fan_in', 'complete_fan_in']) expect(sum(calls[kind])).toBe(ids.length);
+          // Fewer statements than a statement per kind and per task, and tasks ending together shared one.
+          expect(calls[ONE_STATEMENT]!.length).toBeLessThan(3 * ids.length);
+          expect(Math.max(...calls[ONE_STATEMENT]!)).toBeGreaterThan(1);
+          for (const method of BATCH_METHODS) expect(calls[method]).toBeUndefined();
+        } else if (mode === 'batch methods') {
           for (const method of BATCH_METHODS) {
-            const sizes = calls[method] ?? [];
-            expect(sizes.reduce((a, b) => a + b, 0)).toBe(ids.length);
-            expect(Math.max(...sizes)).toBeGreaterThan(1); // tasks ending together shared a statement
+            expect(sum(calls[method])).toBe(ids.length);
+            expect(Math.max(...calls[method]!)).toBeGreaterThan(1); // tasks ending together shared a statement
           }
         } else {
           expect(calls).toEqual({});

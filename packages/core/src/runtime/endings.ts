@@ -1,82 +1,96 @@
 import { randomUUID } from 'node:crypto';
-import type { TaskRecord } from '../store/types.ts';
+import type { EndingWrite as StoreEndingWrite, TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { GroupCommit } from './group-commit.ts';
 import { runClaimedFanIn } from './maintenance.ts';
 
+/** A write of the store's, and for a claim the task's definition (a store without `recordEndings` claims by kind). */
+type EndingWrite = StoreEndingWrite & { kind?: string };
+
+/** One batch holds at most one write of each kind per task. */
+const keyOf = (w: Pick<EndingWrite, 'write' | 'taskId'>) => `${w.write}:${w.taskId}`;
+
 /**
  * The bookkeeping of the tasks this process finished: recording their endings as announced, and
- * claiming and completing their fan-ins. Each is a write to the task row, three per task; with
- * many small tasks ending at once (a settle often finishes several) they are group-committed, so
- * the tasks ending together cost three statements in all instead of three each. A store without
- * the batch methods gets one call per task, as before.
+ * claiming and completing their fan-ins. Each is a write to the task row, three per task, a few
+ * milliseconds apart; they are group-committed together, so the tasks ending together (a settle
+ * often finishes several) share one statement for whatever of the three is due at the time
+ * (`recordEndings`), instead of a statement per kind or per task. A store without it gets its
+ * batch methods, one call per kind, or one call per task without those.
  */
 export class Endings {
   readonly #ctx: RuntimeContext;
   readonly #leaseMs: number;
-  readonly #announced: GroupCommit<{ taskId: string; round: number }>;
-  readonly #claims: GroupCommit<{ taskId: string; kind: string }>;
-  readonly #completions: GroupCommit<{ taskId: string; round: number; token: string }>;
+  readonly #writes: GroupCommit<EndingWrite>;
   /** Fan-ins a batch claimed, until their caller picks them up (it is waiting on the same batch). */
   readonly #claimed = new Map<string, { task: TaskRecord; token: string }>();
 
   constructor(ctx: RuntimeContext, fanInLeaseMs: number) {
     this.#ctx = ctx;
     this.#leaseMs = fanInLeaseMs;
-    const store = ctx.store;
-    this.#announced = new GroupCommit({
-      commit: async (tasks) => {
-        if (store.markAnnouncedMany) await store.markAnnouncedMany(tasks);
-        else for (const t of tasks) await store.markAnnounced(t.taskId, t.round);
-        return new Set(tasks.map((t) => t.taskId));
-      },
-      key: (t) => t.taskId,
-      maxBatch: 500,
-      maxFlushes: 1,
-    });
-    this.#claims = new GroupCommit({
-      commit: async (entries) => {
-        const token = randomUUID();
-        const tasks = store.claimFanIns
-          ? await store.claimFanIns(entries.map((e) => e.taskId), fanInLeaseMs, token)
-          : (await Promise.all(entries.map((e) => store.claimFanIn(e.taskId, [e.kind], fanInLeaseMs, token)))).filter((t) => t !== null);
-        for (const task of tasks) this.#claimed.set(task.id, { task, token });
-        return new Set(tasks.map((t) => t.id));
-      },
-      key: (e) => e.taskId,
-      maxBatch: 500,
-      maxFlushes: 1,
-    });
-    this.#completions = new GroupCommit({
-      commit: async (done) =>
-        new Set(
-          store.completeFanIns
-            ? await store.completeFanIns(done)
-            : (await Promise.all(done.map(async (d) => ((await store.completeFanIn(d.taskId, d.round, d.token)) ? d.taskId : null)))).filter((id) => id !== null),
-        ),
-      key: (d) => d.taskId,
-      maxBatch: 500,
-      maxFlushes: 1,
-    });
+    this.#writes = new GroupCommit<EndingWrite>({ commit: (writes) => this.#record(writes), key: keyOf, maxBatch: 500, maxFlushes: 1 });
+  }
+
+  /** One batch of writes: answers the keys of those that took effect (an announcement always does). */
+  async #record(writes: readonly EndingWrite[]): Promise<ReadonlySet<string>> {
+    const store = this.#ctx.store;
+    const token = randomUUID();
+    const done = new Set<string>();
+    const claimed = (tasks: readonly TaskRecord[]) => {
+      for (const task of tasks) {
+        this.#claimed.set(task.id, { task, token });
+        done.add(keyOf({ taskId: task.id, write: 'claim_fan_in' }));
+      }
+    };
+    const completed = (ids: readonly string[]) => {
+      for (const id of ids) done.add(keyOf({ taskId: id, write: 'complete_fan_in' }));
+    };
+    for (const w of writes) if (w.write === 'announced') done.add(keyOf(w));
+    if (store.recordEndings) {
+      const recorded = await store.recordEndings(writes, this.#leaseMs, token);
+      claimed(recorded.claimed);
+      completed(recorded.completed);
+      return done;
+    }
+    const announced = writes.filter((w) => w.write === 'announced');
+    const claims = writes.filter((w) => w.write === 'claim_fan_in');
+    const completions = writes.filter((w) => w.write === 'complete_fan_in');
+    const leaseMs = this.#leaseMs;
+    await Promise.all([
+      announced.length === 0 ? null
+        : store.markAnnouncedMany ? store.markAnnouncedMany(announced)
+        : Promise.all(announced.map((t) => store.markAnnounced(t.taskId, t.round))),
+      claims.length === 0 ? null
+        : (store.claimFanIns
+            ? store.claimFanIns(claims.map((c) => c.taskId), leaseMs, token)
+            : Promise.all(claims.map((c) => store.claimFanIn(c.taskId, [c.kind!], leaseMs, token))).then((tasks) => tasks.filter((t) => t !== null))
+          ).then(claimed),
+      completions.length === 0 ? null
+        : (store.completeFanIns
+            ? store.completeFanIns(completions)
+            : Promise.all(completions.map(async (d) => ((await store.completeFanIn(d.taskId, d.round, d.token)) ? d.taskId : null))).then((ids) => ids.filter((id) => id !== null))
+          ).then(completed),
+    ]);
+    return done;
   }
 
   /** Records the ending of `round` as announced (once it was delivered). */
   async markAnnounced(taskId: string, round: number): Promise<void> {
-    await this.#announced.push({ taskId, round });
+    await this.#writes.push({ taskId, write: 'announced', round });
   }
 
   /** Runs the fan-in of a task this process finished, unless another process holds it or it ran. */
   async fanIn(taskId: string, kind: string): Promise<void> {
-    if (!(await this.#claims.push({ taskId, kind }))) return;
+    if (!(await this.#writes.push({ taskId, write: 'claim_fan_in', kind }))) return;
     const claimed = this.#claimed.get(taskId);
     this.#claimed.delete(taskId);
     if (!claimed) return;
     const { task, token } = claimed;
-    await runClaimedFanIn(this.#ctx, task, token, this.#leaseMs, () => this.#completions.push({ taskId: task.id, round: task.round, token }));
+    await runClaimedFanIn(this.#ctx, task, token, this.#leaseMs, () => this.#writes.push({ taskId: task.id, write: 'complete_fan_in', round: task.round, token }));
   }
 
   /** Resolves once every write pushed so far is stored (or has failed). */
   async idle(): Promise<void> {
-    await Promise.all([this.#announced.idle(), this.#claims.idle(), this.#completions.idle()]);
+    await this.#writes.idle();
   }
 }

@@ -442,6 +442,22 @@ export interface SlotUsage {
   busy: number;
 }
 
+/**
+ * One write of the bookkeeping that follows a task's ending (see `FanoutStore.recordEndings`):
+ * its round recorded as announced, its fan-in claimed, or its fan-in recorded as done by the
+ * holder of `token`.
+ */
+export type EndingWrite =
+  | { taskId: string; write: 'announced'; round: number }
+  | { taskId: string; write: 'claim_fan_in' }
+  | { taskId: string; write: 'complete_fan_in'; round: number; token: string };
+
+/** What `recordEndings` did: the tasks whose fan-in it claimed, and the ids whose fan-in it recorded. */
+export interface RecordedEndings {
+  claimed: TaskRecord[];
+  completed: string[];
+}
+
 export interface FanoutStore {
   /**
    * Checks that the database has every table and function this store needs, and throws a
@@ -641,6 +657,14 @@ export interface FanoutStore {
    * recorded (each only for the holder of its token). Without it the runtime completes each alone.
    */
   completeFanIns?(done: ReadonlyArray<{ taskId: string; round: number; token: string }>): Promise<string[]>;
+  /**
+   * Optional: the writes of `markAnnouncedMany`, `claimFanIns` (under `token`, for `leaseMs`) and
+   * `completeFanIns` together, in one call: what the tasks that finished together need, one
+   * statement instead of three. At most one write of each kind per task; a task may have several
+   * kinds. Each write applies under the same conditions as in its own method. Without it the
+   * runtime calls those three.
+   */
+  recordEndings?(writes: readonly EndingWrite[], leaseMs: number, token: string): Promise<RecordedEndings>;
   /**
    * Finished tasks of `kinds` whose ending was never recorded as announced and that ended more than
    * `graceMs` ago, each claimed for `leaseMs` so one process announces it.

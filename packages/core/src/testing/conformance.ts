@@ -905,6 +905,67 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(unannounced.map((u) => u.id)).not.toContain(b.id);
       });
 
+      it('records the announcements, fan-in claims and fan-in completions of several tasks in one call', async (t) => {
+        if (!store.recordEndings) return t.skip();
+        const finished = async () => {
+          const { task, ids } = await dispatched(1);
+          const token = randomUUID();
+          await store.claimItems(ids, token, LEASE);
+          await store.settleItems([outcome(ids[0]!, token)]);
+          return task;
+        };
+        const [a, b, c] = [await finished(), await finished(), await finished()];
+        const running = (await dispatched(1)).task;
+        const held = randomUUID();
+        expect((await store.claimFanIn(b.id, [kind], LEASE, held))?.id).toBe(b.id); // b is leased by another
+        const token = randomUUID();
+        const first = await store.recordEndings(
+          [
+            { taskId: a.id, write: 'claim_fan_in' },
+            { taskId: a.id, write: 'announced', round: 1 },
+            { taskId: b.id, write: 'claim_fan_in' },
+            { taskId: running.id, write: 'claim_fan_in' },
+            { taskId: randomUUID(), write: 'claim_fan_in' },
+            { taskId: 'not-a-uuid', write: 'announced', round: 1 },
+          ],
+          LEASE,
+          token,
+        );
+        // Not b (leased), not the running task, not an unknown id.
+        expect(first.claimed.map((x) => x.id)).toEqual([a.id]);
+        expect(first.claimed[0]).toMatchObject({ status: 'completed', round: 1, kind });
+        expect(first.completed).toEqual([]);
+        expect((await store.recordEndings([{ taskId: a.id, write: 'claim_fan_in' }], LEASE, randomUUID())).claimed).toEqual([]); // a is leased now
+        // Only each holder's round is recorded: a with the batch's token, b not with it; c's
+        // announcement goes in the same call.
+        const second = await store.recordEndings(
+          [
+            { taskId: a.id, write: 'complete_fan_in', round: 1, token },
+            { taskId: b.id, write: 'complete_fan_in', round: 1, token },
+            { taskId: c.id, write: 'announced', round: 1 },
+            { taskId: c.id, write: 'claim_fan_in' },
+          ],
+          LEASE,
+          token,
+        );
+        expect(second.completed).toEqual([a.id]);
+        expect(second.claimed.map((x) => x.id)).toEqual([c.id]);
+        expect((await store.recordEndings([{ taskId: a.id, write: 'complete_fan_in', round: 1, token }], LEASE, token)).completed).toEqual([]); // once
+        expect((await store.recordEndings([{ taskId: b.id, write: 'complete_fan_in', round: 1, token: held }], LEASE, token)).completed).toEqual([b.id]);
+        expect((await store.recordEndings([{ taskId: a.id, write: 'claim_fan_in' }, { taskId: b.id, write: 'claim_fan_in' }], 0, randomUUID())).claimed).toEqual([]); // done for round 1
+        // The lease and token a claim took are the ones the fan-in methods see.
+        expect(await store.renewFanIn(c.id, token, LEASE)).toBe(true);
+        expect(await store.completeFanIn(c.id, 1, token)).toBe(true);
+        await store.recordEndings([{ taskId: b.id, write: 'announced', round: 1 }], LEASE, randomUUID());
+        const unannounced = (await store.claimUnannounced([kind], 0, LEASE, 1000)).map((u) => u.id);
+        for (const id of [a.id, b.id, c.id]) expect(unannounced).not.toContain(id);
+        expect(await store.recordEndings([], LEASE, randomUUID())).toEqual({ claimed: [], completed: [] });
+        // Claims racing for one fan-in: one wins (each reads the row as it locked it).
+        const d = await finished();
+        const raced = await Promise.all(Array.from({ length: 8 }, () => store.recordEndings!([{ taskId: d.id, write: 'claim_fan_in' }], LEASE, randomUUID())));
+        expect(raced.flatMap((r) => r.claimed)).toHaveLength(1);
+      });
+
       it('gives an ending nobody recorded as announced to one maintenance pass, after the grace', async () => {
         const { task, ids } = await dispatched(1);
         const token = randomUUID();

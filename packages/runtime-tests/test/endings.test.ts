@@ -10,12 +10,12 @@ import { waitFor } from './fixtures/harness.ts';
 const BATCH_METHODS = ['markAnnouncedMany', 'claimFanIns', 'completeFanIns'] as const;
 const ONE_STATEMENT = 'recordEndings';
 
-type Mode = 'one statement' | 'batch methods' | 'one task at a time';
+type Mode = 'one statement' | 'batch methods' | 'batch methods, one failing once' | 'one task at a time';
 
 /**
  * The store with the optional methods of endings it has in `mode` (the others hidden, as in a
  * store that lacks them), counted: how many entries each call carried, and for `recordEndings`
- * how many writes of each kind.
+ * how many tasks it wrote for and how many writes of each kind.
  */
 function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]>): FanoutStore {
   return new Proxy(store, {
@@ -23,16 +23,20 @@ function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]
       const value: unknown = Reflect.get(target, property, target);
       if (property === ONE_STATEMENT) {
         if (mode !== 'one statement') return undefined;
-        return (writes: ReadonlyArray<{ write: string }>, ...rest: unknown[]) => {
-          (calls[ONE_STATEMENT] ??= []).push(writes.length);
+        return (writes: ReadonlyArray<{ write: string; taskId: string }>, ...rest: unknown[]) => {
+          (calls[ONE_STATEMENT] ??= []).push(new Set(writes.map((w) => w.taskId)).size);
           for (const kind of ['announced', 'claim_fan_in', 'complete_fan_in']) (calls[kind] ??= []).push(writes.filter((w) => w.write === kind).length);
           return (value as (...args: unknown[]) => unknown).call(target, writes, ...rest);
         };
       }
       if ((BATCH_METHODS as readonly PropertyKey[]).includes(property)) {
         if (mode === 'one task at a time') return undefined;
-        return (entries: readonly unknown[], ...rest: unknown[]) => {
+        return async (entries: readonly unknown[], ...rest: unknown[]) => {
           (calls[property as string] ??= []).push(entries.length);
+          // The first announcement fails, as over a lost connection: its batch is tried again.
+          if (mode === 'batch methods, one failing once' && property === 'markAnnouncedMany' && calls[property]!.length === 1) {
+            throw new Error('connection lost');
+          }
           return (value as (...args: unknown[]) => unknown).call(target, entries, ...rest);
         };
       }
@@ -46,8 +50,15 @@ function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]
 // per batch and kind with a store that lacks `recordEndings`, instead of three per task.
 // The maintenance loop is kept out of the way (a minute apart), so this is the finishing path.
 describe('endings of tasks that finish together', () => {
-  for (const mode of ['one statement', 'batch methods', 'one task at a time'] as const) {
-    it(`each is announced once and its fan-in runs once, recorded ${mode === 'one statement' ? 'in shared statements' : mode === 'batch methods' ? 'in a statement per kind' : 'one task at a time'}`, async () => {
+  const described: Record<Mode, string> = {
+    'one statement': 'in shared statements',
+    'batch methods': 'in a statement per kind',
+    // A claim the failed batch made is not sent again (it would find its own lease and answer no).
+    'batch methods, one failing once': 'in a statement per kind, one of them failing once',
+    'one task at a time': 'one task at a time',
+  };
+  for (const mode of Object.keys(described) as Mode[]) {
+    it(`each is announced once and its fan-in runs once, recorded ${described[mode]}`, async () => {
       const db = await createTestDatabase({ migrations: [migrationsDir] });
       const database = openPrismaDatabase({ databaseUrl: db.url, prisma: (adapter) => new PrismaClient({ adapter }) });
       const fanIns = new Map<string, number>();
@@ -87,13 +98,13 @@ describe('endings of tasks that finish together', () => {
         const sum = (sizes: number[] | undefined) => (sizes ?? []).reduce((a, b) => a + b, 0);
         if (mode === 'one statement') {
           for (const kind of ['announced', 'claim_fan_in', 'complete_fan_in']) expect(sum(calls[kind])).toBe(ids.length);
-          // Fewer statements than a statement per kind and per task, and tasks ending together shared one.
-          expect(calls[ONE_STATEMENT]!.length).toBeLessThan(3 * ids.length);
+          // Tasks ending together shared a statement (a call counts the tasks it wrote for).
           expect(Math.max(...calls[ONE_STATEMENT]!)).toBeGreaterThan(1);
           for (const method of BATCH_METHODS) expect(calls[method]).toBeUndefined();
-        } else if (mode === 'batch methods') {
+        } else if (mode !== 'one task at a time') {
           for (const method of BATCH_METHODS) {
-            expect(sum(calls[method])).toBe(ids.length);
+            if (method === 'markAnnouncedMany' && mode !== 'batch methods') expect(sum(calls[method])).toBeGreaterThan(ids.length); // the failed call's, sent again
+            else expect(sum(calls[method])).toBe(ids.length);
             expect(Math.max(...calls[method]!)).toBeGreaterThan(1); // tasks ending together shared a statement
           }
         } else {

@@ -7,6 +7,10 @@ import { runClaimedFanIn } from './maintenance.ts';
 /** A write of the store's, and for a claim the task's definition (a store without `recordEndings` claims by kind). */
 type EndingWrite = StoreEndingWrite & { kind?: string };
 
+type AnnouncedWrite = Extract<EndingWrite, { write: 'announced' }>;
+type ClaimWrite = Extract<EndingWrite, { write: 'claim_fan_in' }>;
+type CompleteWrite = Extract<EndingWrite, { write: 'complete_fan_in' }>;
+
 /** One batch holds at most one write of each kind per task. */
 const keyOf = (w: Pick<EndingWrite, 'write' | 'taskId'>) => `${w.write}:${w.taskId}`;
 
@@ -24,6 +28,8 @@ export class Endings {
   readonly #writes: GroupCommit<EndingWrite>;
   /** Fan-ins a batch claimed, until their caller picks them up (it is waiting on the same batch). */
   readonly #claimed = new Map<string, { task: TaskRecord; token: string }>();
+  /** The writes of a batch a store without `recordEndings` took (and whether they took effect), while the batch is tried again. */
+  readonly #applied = new WeakMap<EndingWrite, boolean>();
 
   constructor(ctx: RuntimeContext, fanInLeaseMs: number) {
     this.#ctx = ctx;
@@ -47,16 +53,18 @@ export class Endings {
     };
     for (const w of writes) if (w.write === 'announced') done.add(keyOf(w));
     if (store.recordEndings) {
+      // One statement: it took effect whole, or not at all (and the batch is tried again).
       const recorded = await store.recordEndings(writes, this.#leaseMs, token);
       claimed(recorded.claimed);
       completed(recorded.completed);
       return done;
     }
-    const announced = writes.filter((w) => w.write === 'announced');
-    const claims = writes.filter((w) => w.write === 'claim_fan_in');
-    const completions = writes.filter((w) => w.write === 'complete_fan_in');
+    // A call per kind. When one fails the batch is tried again, and the kinds whose call went
+    // through are not sent twice: a claim sent again would find its own lease and answer no.
+    const kinds = (['announced', 'claim_fan_in', 'complete_fan_in'] as const).map((kind) => writes.filter((w) => w.write === kind && !this.#applied.has(w)));
+    const [announced, claims, completions] = kinds as [AnnouncedWrite[], ClaimWrite[], CompleteWrite[]];
     const leaseMs = this.#leaseMs;
-    await Promise.all([
+    const calls = await Promise.allSettled([
       announced.length === 0 ? null
         : store.markAnnouncedMany ? store.markAnnouncedMany(announced)
         : Promise.all(announced.map((t) => store.markAnnounced(t.taskId, t.round))),
@@ -71,6 +79,12 @@ export class Endings {
             : Promise.all(completions.map(async (d) => ((await store.completeFanIn(d.taskId, d.round, d.token)) ? d.taskId : null))).then((ids) => ids.filter((id) => id !== null))
           ).then(completed),
     ]);
+    calls.forEach((call, i) => {
+      if (call.status === 'fulfilled') for (const w of kinds[i]!) this.#applied.set(w, done.has(keyOf(w)));
+    });
+    const failed = calls.find((call) => call.status === 'rejected');
+    if (failed) throw failed.reason;
+    for (const w of writes) if (this.#applied.get(w)) done.add(keyOf(w));
     return done;
   }
 
@@ -81,7 +95,11 @@ export class Endings {
 
   /** Runs the fan-in of a task this process finished, unless another process holds it or it ran. */
   async fanIn(taskId: string, kind: string): Promise<void> {
-    if (!(await this.#writes.push({ taskId, write: 'claim_fan_in', kind }))) return;
+    const taken = await this.#writes.push({ taskId, write: 'claim_fan_in', kind }).catch((error: unknown) => {
+      this.#claimed.delete(taskId); // a batch that failed in the end may still have claimed it: the lease lapses
+      throw error;
+    });
+    if (!taken) return;
     const claimed = this.#claimed.get(taskId);
     this.#claimed.delete(taskId);
     if (!claimed) return;

@@ -79,6 +79,15 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       ...(status === 'succeeded' ? { result: { ok: itemId } } : status === 'failed' ? { error: { code: 'boom', message: 'boom' } } : {}),
     });
 
+    /** A task of one item, finished: its item claimed and settled succeeded. */
+    async function finishedTask(): Promise<TaskRecord> {
+      const { task, ids } = await dispatched(1);
+      const token = randomUUID();
+      await store.claimItems(ids, token, LEASE);
+      await store.settleItems([outcome(ids[0]!, token)]);
+      return task;
+    }
+
     describe('tasks', () => {
       it('creates a queued task and enqueues its manager in the same transaction', async () => {
         let seen: TaskRecord | null = null;
@@ -878,14 +887,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
 
       it('claims, completes and records as announced the endings of several tasks in one call each', async (t) => {
         if (!store.claimFanIns || !store.completeFanIns || !store.markAnnouncedMany) return t.skip();
-        const finished = async () => {
-          const { task, ids } = await dispatched(1);
-          const token = randomUUID();
-          await store.claimItems(ids, token, LEASE);
-          await store.settleItems([outcome(ids[0]!, token)]);
-          return task;
-        };
-        const [a, b] = [await finished(), await finished()];
+        const [a, b] = [await finishedTask(), await finishedTask()];
         const running = (await dispatched(1)).task;
         const held = randomUUID();
         expect((await store.claimFanIn(b.id, [kind], LEASE, held))?.id).toBe(b.id); // b is leased by another
@@ -907,14 +909,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
 
       it('records the announcements, fan-in claims and fan-in completions of several tasks in one call', async (t) => {
         if (!store.recordEndings) return t.skip();
-        const finished = async () => {
-          const { task, ids } = await dispatched(1);
-          const token = randomUUID();
-          await store.claimItems(ids, token, LEASE);
-          await store.settleItems([outcome(ids[0]!, token)]);
-          return task;
-        };
-        const [a, b, c] = [await finished(), await finished(), await finished()];
+        const [a, b, c] = [await finishedTask(), await finishedTask(), await finishedTask()];
         const running = (await dispatched(1)).task;
         const held = randomUUID();
         expect((await store.claimFanIn(b.id, [kind], LEASE, held))?.id).toBe(b.id); // b is leased by another
@@ -960,8 +955,24 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const unannounced = (await store.claimUnannounced([kind], 0, LEASE, 1000)).map((u) => u.id);
         for (const id of [a.id, b.id, c.id]) expect(unannounced).not.toContain(id);
         expect(await store.recordEndings([], LEASE, randomUUID())).toEqual({ claimed: [], completed: [] });
+        // A completion and a claim of one task in one call: the claim sees the completion. Under a
+        // lease that lapsed (0 ms), the holder's completion is recorded, and the claim then finds
+        // the round's fan-in done instead of taking it again.
+        const e = await finishedTask();
+        const lapsed = randomUUID();
+        expect((await store.claimFanIn(e.id, [kind], 0, lapsed))?.id).toBe(e.id);
+        const both = await store.recordEndings(
+          [
+            { taskId: e.id, write: 'claim_fan_in' },
+            { taskId: e.id, write: 'complete_fan_in', round: 1, token: lapsed },
+          ],
+          LEASE,
+          randomUUID(),
+        );
+        expect(both).toEqual({ claimed: [], completed: [e.id] });
+        expect(await store.claimFanIn(e.id, [kind], LEASE, randomUUID())).toBeNull(); // done, and nothing left leased
         // Claims racing for one fan-in: one wins (each reads the row as it locked it).
-        const d = await finished();
+        const d = await finishedTask();
         const raced = await Promise.all(Array.from({ length: 8 }, () => store.recordEndings!([{ taskId: d.id, write: 'claim_fan_in' }], LEASE, randomUUID())));
         expect(raced.flatMap((r) => r.claimed)).toHaveLength(1);
       });

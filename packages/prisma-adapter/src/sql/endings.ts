@@ -34,8 +34,9 @@ function byTask(writes: readonly EndingWrite[]): TaskWrites[] {
  * One statement for the writes of several tasks. The rows are locked in id order (`locked`, like
  * every batch), and each write's condition is read there, on the row as locked (a concurrent
  * write to it committed first is seen): recorded as announced when the round was not; the fan-in
- * claimed under `token` when the task is finished, its round's fan-in not done and not leased;
- * recorded as done only for the holder of its token.
+ * recorded as done only for the holder of its token; then claimed under `token` when the task is
+ * finished, its round's fan-in not done and not leased, as the row stands after that completion
+ * (a completion and a claim of one task in one call are the two statements one after the other).
  */
 export async function recordEndings(db: PrismaQueryable, writes: readonly EndingWrite[], leaseMs: number, token: string): Promise<RecordedEndings> {
   const tasks = byTask(writes);
@@ -47,22 +48,26 @@ export async function recordEndings(db: PrismaQueryable, writes: readonly Ending
                            (SELECT ${tasks.map((t) => t.doneToken)}::uuid[]))
         AS v(id, announce_round, claim, done_round, done_token)
     ), locked AS (
-      SELECT t.id,
-             v.announce_round IS NOT NULL AND t.announced_round < v.announce_round AS announcing,
-             v.claim AND t.status IN ('completed', 'failed', 'cancelled') AND t.fanin_round < t.round
-               AND (t.fanin_lease_until IS NULL OR t.fanin_lease_until < clock_timestamp()) AS claiming,
-             v.done_round IS NOT NULL AND t.fanin_round < v.done_round AND t.fanin_token = v.done_token AS completing
-      FROM fanout_task t JOIN v ON v.id = t.id
-      ORDER BY t.id FOR UPDATE OF t
+      SELECT r.id, r.announcing, r.completing,
+             r.claim AND r.status IN ('completed', 'failed', 'cancelled')
+               AND (CASE WHEN r.completing THEN r.done_round ELSE r.fanin_round END) < r.round
+               AND (r.completing OR r.fanin_lease_until IS NULL OR r.fanin_lease_until < clock_timestamp()) AS claiming
+      FROM (
+        SELECT t.id, t.status, t.round, t.fanin_round, t.fanin_lease_until, v.claim, v.done_round,
+               v.announce_round IS NOT NULL AND t.announced_round < v.announce_round AS announcing,
+               COALESCE(v.done_round IS NOT NULL AND t.fanin_round < v.done_round AND t.fanin_token = v.done_token, false) AS completing
+        FROM fanout_task t JOIN v ON v.id = t.id
+        ORDER BY t.id FOR UPDATE OF t
+      ) r
     )
     UPDATE fanout_task t SET
       announced_round = CASE WHEN l.announcing THEN v.announce_round ELSE t.announced_round END,
       announce_lease_until = CASE WHEN l.announcing THEN NULL ELSE t.announce_lease_until END,
       fanin_round = CASE WHEN l.completing THEN v.done_round ELSE t.fanin_round END,
-      fanin_lease_until = CASE WHEN l.completing THEN NULL
-                               WHEN l.claiming THEN clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+      fanin_lease_until = CASE WHEN l.claiming THEN clock_timestamp() + ${leaseMs}::int * interval '1 millisecond'
+                               WHEN l.completing THEN NULL
                                ELSE t.fanin_lease_until END,
-      fanin_token = CASE WHEN l.completing THEN NULL WHEN l.claiming THEN ${token}::uuid ELSE t.fanin_token END
+      fanin_token = CASE WHEN l.claiming THEN ${token}::uuid WHEN l.completing THEN NULL ELSE t.fanin_token END
     FROM v, locked l
     WHERE t.id = v.id AND l.id = v.id AND (l.announcing OR l.claiming OR l.completing)
     RETURNING t.*, l.claiming AS claimed, l.completing AS completed`;

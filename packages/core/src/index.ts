@@ -25,6 +25,8 @@ export { GlobalLimit, RateLimit } from './limits/global-limit.ts';
 export type { GlobalLimitOptions, RateLimitOptions, RunOptions } from './limits/global-limit.ts';
 export { LocalLimit } from './limits/local-limit.ts';
 export { createFanout, Fanout } from './runtime/runtime.ts';
+export { nameRecurringStatements } from './runtime/boss-statements.ts';
+export type { BossDb, RecurringStatementsOptions } from './runtime/boss-statements.ts';
 export type { FanoutRuntimeOptions, StartOptions, SubmitOptions } from './runtime/runtime.ts';
 export type { WorkerSettings } from './runtime/context.ts';
 export type { MaintenanceSettings } from './runtime/maintenance.ts';

@@ -33,6 +33,7 @@ import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
+import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
 import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
@@ -45,6 +46,14 @@ export interface FanoutRuntimeOptions {
    * stops it). Use the same database as the store: jobs are enqueued in the store's transactions.
    */
   boss: PgBoss | ConstructorOptions;
+  /**
+   * A pg-boss the runtime creates sends the statements it runs again and again (fetching and
+   * completing jobs) as named prepared statements, parsed and planned once per connection instead
+   * of at every call. Set `false` when its connections go through a pooler in transaction mode
+   * that does not keep prepared statements (as the Prisma store's `preparedStatements`). An app's
+   * own PgBoss is left as it is. @default true
+   */
+  bossPreparedStatements?: boolean;
   definitions: readonly AnyFanoutDefinition[];
   /** @default JSON lines on stderr from `warn` up */
   logger?: Logger;
@@ -248,6 +257,7 @@ export class Fanout implements AsyncDisposable {
         openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
       });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
+    if (this.#ownsBoss && (options.bossPreparedStatements ?? true)) nameRecurringStatements(this.#boss.getDb() as BossDb);
     // As pg-boss writes it in its own SQL (its constructor refused a name that is not an identifier).
     this.#bossSchema = given === null ? ((options.boss as ConstructorOptions).schema ?? 'pgboss') : null;
 

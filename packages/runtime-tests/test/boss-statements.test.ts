@@ -1,0 +1,79 @@
+import { nameRecurringStatements, type BossDb } from '@fanout/core';
+import { createTestDatabase } from '@fanout/testdb';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * pg-boss's database as its default one is (a `pg` pool's `query(text, values)`), on one
+ * connection, so that the connection's prepared statements can be read back through it.
+ */
+async function oneConnection() {
+  const db = await createTestDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const boss: BossDb = { executeSql: (text, values) => pool.query(text, values) };
+  const named = async () =>
+    (await pool.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE name LIKE 'pgboss\\_%' ORDER BY name`)).rows.map((r) => r.name);
+  return {
+    boss,
+    pool,
+    named,
+    async [Symbol.asyncDispose]() {
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
+
+describe("pg-boss's recurring statements, named", () => {
+  it('names a statement from its second run, and answers as before', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss);
+    const text = 'SELECT $1::int + 1 AS n';
+    expect((await c.boss.executeSql(text, [1])).rows).toEqual([{ n: 2 }]);
+    expect(await c.named()).toEqual([]); // once: not named
+    expect((await c.boss.executeSql(text, [2])).rows).toEqual([{ n: 3 }]);
+    expect((await c.boss.executeSql(text, [3])).rows).toEqual([{ n: 4 }]);
+    expect(await c.named()).toHaveLength(1); // prepared once on the connection
+  });
+
+  it('sends a text of several commands unnamed, every time', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss);
+    await c.pool.query('CREATE TABLE t (a int)');
+    const text = 'BEGIN; INSERT INTO t VALUES (1); COMMIT;';
+    for (let i = 0; i < 3; i++) await c.boss.executeSql(text);
+    expect((await c.pool.query('SELECT count(*)::int AS n FROM t')).rows[0].n).toBe(3);
+    expect(await c.named()).toEqual([]);
+  });
+
+  it('goes on unnamed when a migration changed what a named statement returns', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss);
+    await c.pool.query('CREATE TABLE t (a int); INSERT INTO t VALUES (1)');
+    const text = 'SELECT * FROM t';
+    await c.boss.executeSql(text);
+    await c.boss.executeSql(text);
+    expect(await c.named()).toHaveLength(1);
+    await c.pool.query('ALTER TABLE t ADD COLUMN b int DEFAULT 2');
+    // The server refuses the named statement's plan (its columns changed): sent again unnamed.
+    expect((await c.boss.executeSql(text)).rows).toEqual([{ a: 1, b: 2 }]);
+    expect((await c.boss.executeSql(text)).rows).toEqual([{ a: 1, b: 2 }]);
+  });
+
+  it('names at most maxNamed statements, and remembers at most maxSeen texts', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss, { maxNamed: 2, maxSeen: 3 });
+    // Texts that vary with a value written into them, as a statement built by string would.
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 5; i++) await c.boss.executeSql(`SELECT ${i} AS n`);
+    expect(await c.named()).toHaveLength(2);
+  });
+
+  it('passes an error of the statement on', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss);
+    const text = 'SELECT 1 / $1::int AS n';
+    await c.boss.executeSql(text, [1]);
+    await expect(c.boss.executeSql(text, [0])).rejects.toMatchObject({ code: '22012' }); // division by zero, named
+    expect((await c.boss.executeSql(text, [1])).rows).toEqual([{ n: 1 }]);
+  });
+});

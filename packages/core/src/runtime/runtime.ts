@@ -51,7 +51,7 @@ export interface FanoutRuntimeOptions {
    * completing jobs) as named prepared statements, parsed and planned once per connection instead
    * of at every call. Set `false` when its connections go through a pooler in transaction mode
    * that does not keep prepared statements (as the Prisma store's `preparedStatements`). An app's
-   * own PgBoss is left as it is. @default true
+   * own PgBoss, or a `db` of its own in pg-boss's options, is left as it is. @default true
    */
   bossPreparedStatements?: boolean;
   definitions: readonly AnyFanoutDefinition[];
@@ -257,7 +257,10 @@ export class Fanout implements AsyncDisposable {
         openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
       });
     if (this.#ownsBoss) this.#boss.on('error', (error) => this.#reportError(error, 'pg-boss'));
-    if (this.#ownsBoss && (options.bossPreparedStatements ?? true)) nameRecurringStatements(this.#boss.getDb() as BossDb);
+    // Only on pg-boss's own database (a pool of `pg`, which takes a named statement where a text
+    // goes); a `db` given in its options is the app's, and may take text only.
+    const bossDb = this.#boss.getDb() as BossDb & { _pgbdb?: unknown };
+    if (this.#ownsBoss && bossDb._pgbdb === true && (options.bossPreparedStatements ?? true)) nameRecurringStatements(bossDb);
     // As pg-boss writes it in its own SQL (its constructor refused a name that is not an identifier).
     this.#bossSchema = given === null ? ((options.boss as ConstructorOptions).schema ?? 'pgboss') : null;
 

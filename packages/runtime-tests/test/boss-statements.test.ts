@@ -1,7 +1,12 @@
-import { nameRecurringStatements, type BossDb } from '@fanout/core';
+import { createFanout, nameRecurringStatements, type BossDb } from '@fanout/core';
+import { openPrismaDatabase } from '@fanout/kit';
+import { migrationsDir } from '@fanout/prisma-adapter';
 import { createTestDatabase } from '@fanout/testdb';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { PrismaClient } from '../generated/prisma/client.ts';
+import { testDefinition } from './fixtures/definitions.ts';
+import { waitFor } from './fixtures/harness.ts';
 
 /**
  * pg-boss's database as its default one is (a `pg` pool's `query(text, values)`), on one
@@ -75,5 +80,32 @@ describe("pg-boss's recurring statements, named", () => {
     await c.boss.executeSql(text, [1]);
     await expect(c.boss.executeSql(text, [0])).rejects.toMatchObject({ code: '22012' }); // division by zero, named
     expect((await c.boss.executeSql(text, [1])).rows).toEqual([{ n: 1 }]);
+  });
+
+  it("leaves a db given in pg-boss's options as it is: it gets text", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const database = openPrismaDatabase({ databaseUrl: db.url, prisma: (adapter) => new PrismaClient({ adapter }) });
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    let notText = 0;
+    let statements = 0;
+    const own: BossDb = {
+      executeSql: (text, values) => {
+        statements++;
+        if (typeof text !== 'string') notText++;
+        return pool.query(text, values);
+      },
+    };
+    const fanout = createFanout({ store: database.store, boss: { db: own }, definitions: [testDefinition({ dispatchAtSubmit: 10 })], worker: { concurrency: 5 } });
+    try {
+      await fanout.start();
+      const task = await fanout.submit('test_batch', { count: 5 });
+      await waitFor(async () => (await fanout.getTask(task.id))?.status === 'completed', { message: 'the task completed' });
+      expect(statements).toBeGreaterThan(10);
+      expect(notText).toBe(0);
+    } finally {
+      await fanout.stop();
+      await pool.end();
+      await database.close();
+    }
   });
 });

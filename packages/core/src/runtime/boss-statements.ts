@@ -31,8 +31,8 @@ function refusedNamed(error: unknown): boolean {
  * every call, as pg-boss's unnamed statements are. A text is named from its second run, by its
  * hash (one name always means one text on a connection); a text with several commands (pg-boss's
  * transactions) is never named, and neither is one the server refused in its named form. Bounded:
- * statements whose text varies (a value written into it) stop being remembered past `maxSeen`,
- * and past `maxNamed` names everything new goes unnamed.
+ * statements whose text varies (a value written into it) stop being remembered past `maxSeen`
+ * texts (each of the two sets), and past `maxNamed` names everything new goes unnamed.
  */
 export function nameRecurringStatements(db: BossDb, options: RecurringStatementsOptions = {}): void {
   const maxNamed = options.maxNamed ?? 100;
@@ -43,13 +43,20 @@ export function nameRecurringStatements(db: BossDb, options: RecurringStatements
   const never = new Set<string>();
   let named = 0;
   db.executeSql = async (text, values, runOptions) => {
+    if (typeof text !== 'string') return unnamed(text, values, runOptions);
     let name = names.get(text);
     if (name === undefined) {
       if (names.size < maxSeen && !never.has(text)) names.set(text, null);
       return unnamed(text, values, runOptions);
     }
     if (name === null) {
-      if (named >= maxNamed || never.has(text) || /;\s*\S/.test(text)) return unnamed(text, values, runOptions);
+      if (named >= maxNamed) return unnamed(text, values, runOptions);
+      if (/;\s*\S/.test(text)) {
+        // Several commands: never named (and, while there is room, never looked at again).
+        if (never.size < maxSeen) never.add(text);
+        names.delete(text);
+        return unnamed(text, values, runOptions);
+      }
       name = `pgboss_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
       names.set(text, name);
       named++;
@@ -59,7 +66,7 @@ export function nameRecurringStatements(db: BossDb, options: RecurringStatements
       return await unnamed({ name, text, values } as unknown as string, undefined, runOptions);
     } catch (error) {
       if (!refusedNamed(error)) throw error;
-      never.add(text);
+      if (never.size < maxSeen) never.add(text);
       names.delete(text);
       return unnamed(text, values, runOptions);
     }

@@ -661,7 +661,8 @@ export interface FanoutStore {
    * Optional: the writes of `markAnnouncedMany`, `claimFanIns` (under `token`, for `leaseMs`) and
    * `completeFanIns` together, in one call: what the tasks that finished together need, one
    * statement instead of three. At most one write of each kind per task; a task may have several
-   * kinds. Each write applies under the same conditions as in its own method. Without it the
+   * kinds. Each write applies under the same conditions as in its own method, and a task's
+   * fan-in completion before its claim (the claim sees the round recorded). Without it the
    * runtime calls those three.
    */
   recordEndings?(writes: readonly EndingWrite[], leaseMs: number, token: string): Promise<RecordedEndings>;

@@ -65,12 +65,23 @@ describe("pg-boss's recurring statements, named", () => {
     expect((await c.boss.executeSql(text)).rows).toEqual([{ a: 1, b: 2 }]);
   });
 
-  it('names at most maxNamed statements, and remembers at most maxSeen texts', async () => {
+  // Texts that vary with a value written into them, as a statement built by string would.
+  const fiveTextsTwice = async (boss: BossDb) => {
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 5; i++) await boss.executeSql(`SELECT ${i} AS n`);
+  };
+
+  it('names at most maxNamed statements', async () => {
     await using c = await oneConnection();
-    nameRecurringStatements(c.boss, { maxNamed: 2, maxSeen: 3 });
-    // Texts that vary with a value written into them, as a statement built by string would.
-    for (let round = 0; round < 2; round++) for (let i = 0; i < 5; i++) await c.boss.executeSql(`SELECT ${i} AS n`);
+    nameRecurringStatements(c.boss, { maxNamed: 2 });
+    await fiveTextsTwice(c.boss);
     expect(await c.named()).toHaveLength(2);
+  });
+
+  it('remembers at most maxSeen texts: one seen after that is never named', async () => {
+    await using c = await oneConnection();
+    nameRecurringStatements(c.boss, { maxSeen: 3 });
+    await fiveTextsTwice(c.boss);
+    expect(await c.named()).toHaveLength(3);
   });
 
   it('passes an error of the statement on', async () => {

@@ -12,6 +12,7 @@ import { errorFields, itemFields } from './logger.ts';
 import { PhaseCount } from './phase-count.ts';
 import { GroupCommit } from './group-commit.ts';
 import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
+import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
 
 /** The work a process claims ahead of its handlers, in time: see `claimedAhead`. */
 const AHEAD_MS = 25;
@@ -39,7 +40,6 @@ const OTHERS_RECHECK_MS = 250;
 
 /** How long a job of a tenant at its in-flight quota waits before it looks again. */
 const QUOTA_RECHECK_MS = 500;
-import type { ClaimTiming, ItemTelemetry } from '../telemetry/tracing.ts';
 
 /**
  * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond

@@ -530,22 +530,16 @@ export class Fanout implements AsyncDisposable {
       // The items' spans continue the submit's trace, as they continue a manager's dispatch.
       const trace = this.telemetry.jobFields().trace ?? null;
       const created = await this.telemetry.page(newTask as Pick<TaskRecord, 'kind' | 'tenant'>, 1, items, async () => {
-        // A busy tenant's window is all waiting: then the task goes in by itself (one statement
-        // for the task and its items, no transaction around it), and the window is looked at
-        // again after it, as after any commit whose window the queue skipped.
+        // The task and its items go in by themselves, in one statement (no transaction around
+        // it), and the tenant's window is looked at once the statement committed, as after any
+        // commit whose window the queue skipped: a busy tenant's window is all waiting, and an
+        // idle one's jobs then go in one round trip later. Reading the window before the insert
+        // as well (to insert its jobs with the items) cost every submit a round trip, and with many
+        // small tasks submitted at once, the submits' round trips were what held them back.
         const alone = this.store.createDispatchedTaskAlone?.bind(this.store);
         if (!alone) return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace));
-        const window = windowTickets(this.#scheduling, newTask.tenant ?? null);
-        const waiting = await this.#windowWaiting(null, def.name, window).catch((error: unknown) => {
-          this.#reportError(error, 'reading the jobs of a tenant');
-          return false;
-        });
-        if (!waiting) {
-          // (Just read: the window is not all waiting, so its jobs are inserted without a second look.)
-          return this.#withEnqueuer((enqueue) => store.createDispatchedTask(newTask, items, enqueue, trace), { windowRead: true });
-        }
         const stored = await alone(newTask, items, trace);
-        if (stored.inserted > (stored.settled?.failed ?? 0)) await this.#topUp(def.name, window);
+        if (stored.inserted > (stored.settled?.failed ?? 0)) await this.#topUp(def.name, windowTickets(this.#scheduling, newTask.tenant ?? null));
         return stored;
       });
       dispatch.settled = created.settled;
@@ -725,7 +719,7 @@ export class Fanout implements AsyncDisposable {
    * sees the items, and a slot taken meanwhile gets a new one. (Jobs inserted in the transaction
    * become visible with the items: no such gap.)
    */
-  #enqueuer(options: { windowRead?: boolean } = {}): { enqueue: EnqueueWork; committed(): Promise<void> } {
+  #enqueuer(): { enqueue: EnqueueWork; committed(): Promise<void> } {
     const later: Array<[string, TicketJob[]]> = [];
     return {
       enqueue: async (tx, work) => {
@@ -737,7 +731,7 @@ export class Fanout implements AsyncDisposable {
           if (due.length > 0) await this.#enqueueTickets(tx, kind, due);
           if (window.length === 0) continue;
           // A busy tenant's window is usually all waiting: the insert would skip every job.
-          if ((!options.windowRead && (await this.#windowWaiting(tx, kind, window))) || (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
+          if ((await this.#windowWaiting(tx, kind, window)) || (await this.#enqueueTickets(tx, kind, window)) === 0) later.push([kind, window]);
         }
       },
       committed: async () => {
@@ -844,11 +838,9 @@ export class Fanout implements AsyncDisposable {
 
   /**
    * Runs a store call with an enqueuer (`#enqueuer`), then its top-ups once the call committed.
-   * `windowRead`: the caller has just found the window not all waiting (its jobs are inserted
-   * without reading it again).
    */
-  async #withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>, options: { windowRead?: boolean } = {}): Promise<T> {
-    const enqueuer = this.#enqueuer(options);
+  async #withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>): Promise<T> {
+    const enqueuer = this.#enqueuer();
     const result = await call(enqueuer.enqueue);
     await enqueuer.committed();
     return result;

@@ -478,10 +478,10 @@ export interface FanoutStore {
    */
   createDispatchedTask?(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask>;
   /**
-   * `createDispatchedTask` for a caller that found its tenant's jobs all waiting, and looks at
-   * them again after the call: no jobs to enqueue, and the task and its items written with no
-   * transaction around them where the store can do it in one statement (all or nothing either
-   * way). Optional: without it, such a submit goes through `createDispatchedTask`.
+   * `createDispatchedTask` without the jobs, for a caller that gives the tenant its jobs after
+   * the call (a submit: the window's jobs are looked at once the task is stored): the task and
+   * its items written with no transaction around them where the store can do it in one statement
+   * (all or nothing either way). Optional: without it, a submit goes through `createDispatchedTask`.
    */
   createDispatchedTaskAlone?(task: NewTask, items: readonly NewItem[], trace: Record<string, string> | null): Promise<DispatchedTask>;
   getTask(id: string): Promise<TaskRecord | null>;

@@ -1,11 +1,13 @@
 // Part of `pnpm bench`: fair shares between tenants and tasks, on one PostgreSQL with two worker
 // processes (50 handlers each). Every figure is a ratio to a baseline measured in the same run:
 // - head_of_line: a 10-item task's latency (submit to completion, read from the task row) alone,
-//   and submitted 1 s after another tenant's 50,000-item task; that task's items/s alone and
-//   with the small tasks beside it (target: latency ratio <= 3, the large task keeps >= 0.9);
+//   and submitted 1 s after another tenant's 50,000-item task; that task's items/s with the small
+//   tasks beside it against its items/s alone, measured before and after (target: latency ratio
+//   <= 3, the large task keeps >= 0.9); medians of BENCH_FAIR_ROUNDS rounds (3);
 // - many_small: 500 tasks of 20 items from 10 concurrent submitters against one task of 10,000
-//   items (target: >= 0.5 of its items/s, p95 from submit to completion under 1 s), after an
-//   unmeasured round of 100 such tasks (BENCH_MANY_WARMUP);
+//   items run before and after (target: >= 0.5 of its items/s, p95 from submit to completion
+//   under 1 s), after an unmeasured round of 100 such tasks (BENCH_MANY_WARMUP); medians of
+//   BENCH_MANY_ROUNDS rounds (3);
 // - io_bound: one task of items that each wait 20 ms (an I/O-bound child), against the ideal of
 //   two processes with 50 handlers each, 5,000 items/s (target: >= 0.8 of it).
 // Prints one JSON line per scenario.
@@ -18,6 +20,9 @@ const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
 const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
 const MANY = Number(process.env.BENCH_MANY_TASKS ?? 500);
 const MANY_WARMUP = Number(process.env.BENCH_MANY_WARMUP ?? 100);
+// Rounds of the two scenarios whose baselines vary most between runs (medians printed).
+const FAIR_ROUNDS = Number(process.env.BENCH_FAIR_ROUNDS ?? 3);
+const MANY_ROUNDS = Number(process.env.BENCH_MANY_ROUNDS ?? 3);
 const IO_ITEMS = Number(process.env.BENCH_IO_ITEMS ?? 20_000);
 const DISPATCH_AT_SUBMIT = Number(process.env.BENCH_DISPATCH_AT_SUBMIT ?? 100);
 const SUBMITTERS = 10;
@@ -25,14 +30,14 @@ const SUBMITTERS = 10;
 const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null;
 const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
-const round = (x: number) => Math.round(x * 1000) / 1000;
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
 const print = (o: object) => console.log(JSON.stringify(o));
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 const server = await benchServer();
 try {
   const url = await server.database('bench_fairness', [migrationsDir]);
-  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', ...(process.env.BENCH_MANAGERS ? { FANOUT_MANAGER_CONCURRENCY: process.env.BENCH_MANAGERS } : {}) })));
+  const workers = await Promise.all([1, 2].map(() => startWorker(url, { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', FANOUT_PRINT_TASKS: 0, ...(process.env.BENCH_MANAGERS ? { FANOUT_MANAGER_CONCURRENCY: process.env.BENCH_MANAGERS } : {}) })));
   // Tasks of up to DISPATCH_AT_SUBMIT items are dispatched by submit() itself (0: by a manager job).
   const api = createAppRuntime({ databaseUrl: url, definitions: [testDefinition({ dispatchAtSubmit: DISPATCH_AT_SUBMIT })], poolSize: 12 });
   await api.fanout.start({ managers: false, children: false, maintenance: false });
@@ -106,40 +111,64 @@ try {
 
   try {
     if (runs('head_of_line')) {
+      // Rounds, each ratio against baselines measured next to it: the large task's rate alone
+      // before and after each contended run (the ratio to their mean), the small tasks alone right
+      // before it. A single large run's rate varies by a quarter from one run to the next on this
+      // machine, so a ratio to one run measured a minute earlier was mostly noise.
       await smallTasks(); // warm-up
-      const aloneTasks = await smallTasks();
-      const alone = quantile(aloneTasks.latencies, 0.5);
-      const bigAloneId = await submit(BIG, 'big');
-      const bigAlone = (await finished([bigAloneId])).get(bigAloneId)!;
-      const bigId = await submit(BIG, 'big');
-      await new Promise((r) => setTimeout(r, 1000));
-      const contendedTasks = await smallTasks();
-      const contended = contendedTasks.latencies;
-      const big = (await finished([bigId])).get(bigId)!;
-      const behind = quantile(contended, 0.5);
+      const bigRate = async (id: string) => BIG / (await finished([id])).get(id)!.runSeconds;
+      let bigAlone = await bigRate(await submit(BIG, 'big'));
+      const bigAloneRates = [bigAlone];
+      const rounds: { smallAloneMs: number; smallBehindBigMs: number; smallBehindBigMaxMs: number; latencyRatio: number; bigContendedPerSec: number; bigKept: number }[] = [];
+      const aloneIds: string[] = [];
+      const behindIds: string[] = [];
+      for (let round = 0; round < FAIR_ROUNDS; round++) {
+        const aloneTasks = await smallTasks();
+        const bigId = await submit(BIG, 'big');
+        await new Promise((r) => setTimeout(r, 1000));
+        const contendedTasks = await smallTasks();
+        const contended = await bigRate(bigId);
+        const bigAfter = await bigRate(await submit(BIG, 'big'));
+        bigAloneRates.push(bigAfter);
+        const alone = quantile(aloneTasks.latencies, 0.5);
+        const behind = quantile(contendedTasks.latencies, 0.5);
+        rounds.push({
+          smallAloneMs: Math.round(alone),
+          smallBehindBigMs: Math.round(behind),
+          smallBehindBigMaxMs: Math.round(Math.max(...contendedTasks.latencies)),
+          latencyRatio: round3(behind / alone),
+          bigContendedPerSec: Math.round(contended),
+          bigKept: round3(contended / ((bigAlone + bigAfter) / 2)),
+        });
+        aloneIds.push(...aloneTasks.ids);
+        behindIds.push(...contendedTasks.ids);
+        bigAlone = bigAfter;
+      }
+      const median = (pick: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(pick), 0.5);
       print({
         scenario: 'head_of_line',
         bigItems: BIG,
-        smallAloneMs: Math.round(alone),
-        smallBehindBigMs: Math.round(behind),
-        smallBehindBigMaxMs: Math.round(Math.max(...contended)),
-        latencyRatio: round(behind / alone),
-        bigAlonePerSec: Math.round(BIG / bigAlone.runSeconds),
-        bigContendedPerSec: Math.round(BIG / big.runSeconds),
-        bigKept: round(bigAlone.runSeconds / big.runSeconds),
-        medianPhasesMs: { alone: await smallPhases(aloneTasks.ids), behindBig: await smallPhases(contendedTasks.ids) },
+        rounds: FAIR_ROUNDS,
+        // Medians over the rounds; each round's figures in `byRound`.
+        latencyRatio: median((r) => r.latencyRatio),
+        bigKept: median((r) => r.bigKept),
+        smallAloneMs: median((r) => r.smallAloneMs),
+        smallBehindBigMs: median((r) => r.smallBehindBigMs),
+        smallBehindBigMaxMs: Math.max(...rounds.map((r) => r.smallBehindBigMaxMs)),
+        bigAlonePerSec: Math.round(quantile(bigAloneRates, 0.5)),
+        bigAloneRuns: bigAloneRates.map(Math.round),
+        bigContendedPerSec: median((r) => r.bigContendedPerSec),
+        byRound: rounds,
+        medianPhasesMs: { alone: await smallPhases(aloneIds), behindBig: await smallPhases(behindIds) },
       });
     }
 
     if (runs('many_small')) {
-      // The baseline is the median of three runs of the one task: a single run varies by a quarter
-      // on this machine, and the ratio would carry it.
-      const oneRates: number[] = [];
-      for (let i = 0; i < 3; i++) {
+      /** One task of 10,000 items: its items per second, submit to completion. */
+      const oneTask = async () => {
         const oneId = await submit(10_000, 'one');
-        oneRates.push((10_000 / (await finished([oneId])).get(oneId)!.latencyMs) * 1000);
-      }
-      const onePerSec = quantile(oneRates, 0.5);
+        return (10_000 / (await finished([oneId])).get(oneId)!.latencyMs) * 1000;
+      };
       /** `count` tasks of 20 items from the submitters, each its own tenant: their ids once all ended. */
       const manySmall = async (count: number) => {
         const ids: string[] = [];
@@ -151,16 +180,34 @@ try {
         await completed(ids);
         return ids;
       };
-      // A round of the same shape first, unmeasured, as the one task's baseline is the median of
-      // three runs: the first run of a statement on each pooled connection is planned (up to six
-      // times, until PostgreSQL settles on its generic plan), and the submit path's code is cold.
-      // A platform that has been up a minute has paid both.
+      // A round of the same shape first, unmeasured: the first run of a statement on each pooled
+      // connection is planned (up to six times, until PostgreSQL settles on its generic plan), and
+      // the submit path's code is cold. A platform that has been up a minute has paid both.
       if (MANY_WARMUP > 0) await manySmall(MANY_WARMUP);
-      const started = performance.now();
-      const ids = await manySmall(MANY);
-      const seconds = (performance.now() - started) / 1000;
-      const many = await timings(ids);
-      const latencies = [...many.values()].map((m) => m.latencyMs);
+      // Rounds, each measured between two runs of the one task: its ratio is to their mean (a
+      // single run of the one task varies by a quarter on this machine).
+      let one = await oneTask();
+      const oneRates = [one];
+      const rounds: { seconds: number; itemsPerSec: number; ratioToOneTask: number; p50Ms: number; p95Ms: number }[] = [];
+      const allIds: string[] = [];
+      for (let round = 0; round < MANY_ROUNDS; round++) {
+        const started = performance.now();
+        const ids = await manySmall(MANY);
+        const seconds = (performance.now() - started) / 1000;
+        const latencies = [...(await timings(ids)).values()].map((m) => m.latencyMs);
+        const after = await oneTask();
+        oneRates.push(after);
+        rounds.push({
+          seconds: round3(seconds),
+          itemsPerSec: Math.round((MANY * 20) / seconds),
+          ratioToOneTask: round3((MANY * 20) / seconds / ((one + after) / 2)),
+          p50Ms: Math.round(quantile(latencies, 0.5)),
+          p95Ms: Math.round(quantile(latencies, 0.95)),
+        });
+        allIds.push(...ids);
+        one = after;
+      }
+      const median = (pick: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(pick), 0.5);
       // Where the time went, per task (medians): waiting for a manager, dispatching, running.
       const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
         `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
@@ -171,7 +218,7 @@ try {
          -- One pass over the tasks' items (a lateral read per task was planned as a scan of the table per task).
          JOIN (SELECT task_id, min(started_at) AS first FROM fanout_item WHERE task_id = ANY($1::uuid[]) GROUP BY task_id) f ON f.task_id = t.id
          WHERE t.id = ANY($1::uuid[])`,
-        [ids],
+        [allIds],
       );
       print({
         scenario: 'many_small',
@@ -180,14 +227,15 @@ try {
         warmupTasks: MANY_WARMUP,
         itemsPerTask: 20,
         submitters: SUBMITTERS,
-        seconds: round(seconds),
-        tasksPerSec: round(MANY / seconds),
-        itemsPerSec: Math.round((MANY * 20) / seconds),
-        oneTaskItemsPerSec: Math.round(onePerSec),
+        rounds: MANY_ROUNDS,
+        // Medians over the rounds; each round's figures in `byRound`.
+        ratioToOneTask: median((r) => r.ratioToOneTask),
+        itemsPerSec: median((r) => r.itemsPerSec),
+        oneTaskItemsPerSec: Math.round(quantile(oneRates, 0.5)),
         oneTaskRuns: oneRates.map(Math.round),
-        ratioToOneTask: round((MANY * 20) / seconds / onePerSec),
-        p50Ms: Math.round(quantile(latencies, 0.5)),
-        p95Ms: Math.round(quantile(latencies, 0.95)),
+        p50Ms: median((r) => r.p50Ms),
+        p95Ms: median((r) => r.p95Ms),
+        byRound: rounds,
         medianPhasesMs: {
           toManager: Math.round(phases!.to_manager),
           dispatch: Math.round(phases!.dispatch),
@@ -208,7 +256,7 @@ try {
         handlers: 2 * 50,
         idealPerSec: ideal,
         perSec: Math.round(IO_ITEMS / (io.latencyMs / 1000)),
-        ratioToIdeal: round(IO_ITEMS / (io.latencyMs / 1000) / ideal),
+        ratioToIdeal: round3(IO_ITEMS / (io.latencyMs / 1000) / ideal),
       });
     }
   } finally {

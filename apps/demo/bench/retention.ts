@@ -25,7 +25,7 @@ const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const server = await benchServer();
 try {
   const url = await server.database('bench_retention', [migrationsDir]);
-  const env = { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', FANOUT_RETENTION_MS: RETENTION_MS, FANOUT_MAINTENANCE_MS: 2000 };
+  const env = { FANOUT_CONCURRENCY: 50, FANOUT_LOG_LEVEL: 'error', FANOUT_PRINT_TASKS: 0, FANOUT_RETENTION_MS: RETENTION_MS, FANOUT_MAINTENANCE_MS: 2000 };
   const workers = await Promise.all([1, 2].map(() => startWorker(url, env)));
   // The same retention as the workers: each process sets pg-boss's deletion of the child queue's
   // completed jobs from it when it starts (the last one to start wins).

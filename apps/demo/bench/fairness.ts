@@ -30,9 +30,11 @@ const SUBMITTERS = 10;
 const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',') : null;
 const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
-const round3 = (x: number) => Math.round(x * 1000) / 1000;
+const round = (x: number) => Math.round(x * 1000) / 1000;
 const print = (o: object) => console.log(JSON.stringify(o));
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+/** The median over a scenario's rounds of one of their figures. */
+const medianOf = <R>(rounds: readonly R[], pick: (r: R) => number) => quantile(rounds.map(pick), 0.5);
 
 const server = await benchServer();
 try {
@@ -122,7 +124,7 @@ try {
       const rounds: { smallAloneMs: number; smallBehindBigMs: number; smallBehindBigMaxMs: number; latencyRatio: number; bigContendedPerSec: number; bigKept: number }[] = [];
       const aloneIds: string[] = [];
       const behindIds: string[] = [];
-      for (let round = 0; round < FAIR_ROUNDS; round++) {
+      for (let i = 0; i < FAIR_ROUNDS; i++) {
         const aloneTasks = await smallTasks();
         const bigId = await submit(BIG, 'big');
         await new Promise((r) => setTimeout(r, 1000));
@@ -136,28 +138,27 @@ try {
           smallAloneMs: Math.round(alone),
           smallBehindBigMs: Math.round(behind),
           smallBehindBigMaxMs: Math.round(Math.max(...contendedTasks.latencies)),
-          latencyRatio: round3(behind / alone),
+          latencyRatio: round(behind / alone),
           bigContendedPerSec: Math.round(contended),
-          bigKept: round3(contended / ((bigAlone + bigAfter) / 2)),
+          bigKept: round(contended / ((bigAlone + bigAfter) / 2)),
         });
         aloneIds.push(...aloneTasks.ids);
         behindIds.push(...contendedTasks.ids);
         bigAlone = bigAfter;
       }
-      const median = (pick: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(pick), 0.5);
       print({
         scenario: 'head_of_line',
         bigItems: BIG,
         rounds: FAIR_ROUNDS,
         // Medians over the rounds; each round's figures in `byRound`.
-        latencyRatio: median((r) => r.latencyRatio),
-        bigKept: median((r) => r.bigKept),
-        smallAloneMs: median((r) => r.smallAloneMs),
-        smallBehindBigMs: median((r) => r.smallBehindBigMs),
+        latencyRatio: medianOf(rounds, (r) => r.latencyRatio),
+        bigKept: medianOf(rounds, (r) => r.bigKept),
+        smallAloneMs: medianOf(rounds, (r) => r.smallAloneMs),
+        smallBehindBigMs: medianOf(rounds, (r) => r.smallBehindBigMs),
         smallBehindBigMaxMs: Math.max(...rounds.map((r) => r.smallBehindBigMaxMs)),
         bigAlonePerSec: Math.round(quantile(bigAloneRates, 0.5)),
         bigAloneRuns: bigAloneRates.map(Math.round),
-        bigContendedPerSec: median((r) => r.bigContendedPerSec),
+        bigContendedPerSec: medianOf(rounds, (r) => r.bigContendedPerSec),
         byRound: rounds,
         medianPhasesMs: { alone: await smallPhases(aloneIds), behindBig: await smallPhases(behindIds) },
       });
@@ -190,7 +191,7 @@ try {
       const oneRates = [one];
       const rounds: { seconds: number; itemsPerSec: number; ratioToOneTask: number; p50Ms: number; p95Ms: number }[] = [];
       const allIds: string[] = [];
-      for (let round = 0; round < MANY_ROUNDS; round++) {
+      for (let i = 0; i < MANY_ROUNDS; i++) {
         const started = performance.now();
         const ids = await manySmall(MANY);
         const seconds = (performance.now() - started) / 1000;
@@ -198,16 +199,15 @@ try {
         const after = await oneTask();
         oneRates.push(after);
         rounds.push({
-          seconds: round3(seconds),
+          seconds: round(seconds),
           itemsPerSec: Math.round((MANY * 20) / seconds),
-          ratioToOneTask: round3((MANY * 20) / seconds / ((one + after) / 2)),
+          ratioToOneTask: round((MANY * 20) / seconds / ((one + after) / 2)),
           p50Ms: Math.round(quantile(latencies, 0.5)),
           p95Ms: Math.round(quantile(latencies, 0.95)),
         });
         allIds.push(...ids);
         one = after;
       }
-      const median = (pick: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(pick), 0.5);
       // Where the time went, per task (medians): waiting for a manager, dispatching, running.
       const { rows: [phases] } = await db.query<{ to_manager: number; dispatch: number; to_first: number; run: number }>(
         `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.started_at - t.created_at)) * 1000 AS to_manager,
@@ -229,12 +229,12 @@ try {
         submitters: SUBMITTERS,
         rounds: MANY_ROUNDS,
         // Medians over the rounds; each round's figures in `byRound`.
-        ratioToOneTask: median((r) => r.ratioToOneTask),
-        itemsPerSec: median((r) => r.itemsPerSec),
+        ratioToOneTask: medianOf(rounds, (r) => r.ratioToOneTask),
+        itemsPerSec: medianOf(rounds, (r) => r.itemsPerSec),
         oneTaskItemsPerSec: Math.round(quantile(oneRates, 0.5)),
         oneTaskRuns: oneRates.map(Math.round),
-        p50Ms: median((r) => r.p50Ms),
-        p95Ms: median((r) => r.p95Ms),
+        p50Ms: medianOf(rounds, (r) => r.p50Ms),
+        p95Ms: medianOf(rounds, (r) => r.p95Ms),
         byRound: rounds,
         medianPhasesMs: {
           toManager: Math.round(phases!.to_manager),
@@ -256,7 +256,7 @@ try {
         handlers: 2 * 50,
         idealPerSec: ideal,
         perSec: Math.round(IO_ITEMS / (io.latencyMs / 1000)),
-        ratioToIdeal: round3(IO_ITEMS / (io.latencyMs / 1000) / ideal),
+        ratioToIdeal: round(IO_ITEMS / (io.latencyMs / 1000) / ideal),
       });
     }
   } finally {

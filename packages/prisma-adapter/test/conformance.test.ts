@@ -32,5 +32,22 @@ for (const mode of ['prisma', 'prisma with pool'] as const) {
           failed = COALESCE(${counters.failed ?? null}::int, failed), total = COALESCE(${counters.total ?? null}::int, total)
         WHERE id = ${taskId}::uuid`;
     },
+    async holdTaskRow(taskId) {
+      const writer = await pool.connect();
+      await writer.query('BEGIN');
+      await writer.query('UPDATE fanout_task SET updated_at = updated_at WHERE id = $1', [taskId]);
+      const { rows } = await writer.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const pid = rows[0]!.pid;
+      return {
+        async waitedFor() {
+          const { rows: waiting } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [pid]);
+          return waiting[0]!.n > 0;
+        },
+        async release() {
+          await writer.query('ROLLBACK');
+          writer.release();
+        },
+      };
+    },
   });
 }

@@ -10,7 +10,7 @@ import { waitFor } from './fixtures/harness.ts';
 const BATCH_METHODS = ['markAnnouncedMany', 'claimFanIns', 'completeFanIns'] as const;
 const ONE_STATEMENT = 'recordEndings';
 
-type Mode = 'one statement' | 'batch methods' | 'batch methods, one failing once' | 'one task at a time';
+type Mode = 'one statement' | 'batch methods' | 'batch methods, one failing once' | 'one task at a time' | 'one task at a time, one failing once';
 
 /**
  * The store with the optional methods of endings it has in `mode` (the others hidden, as in a
@@ -18,6 +18,7 @@ type Mode = 'one statement' | 'batch methods' | 'batch methods, one failing once
  * how many tasks it wrote for and how many writes of each kind.
  */
 function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]>): FanoutStore {
+  let inFlight = 0;
   return new Proxy(store, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
@@ -29,8 +30,25 @@ function storeFor(store: FanoutStore, mode: Mode, calls: Record<string, number[]
           return (value as (...args: unknown[]) => unknown).call(target, writes, ...rest);
         };
       }
+      if (property === 'claimFanIn' && mode === 'one task at a time, one failing once') {
+        // The first claim made while another is in flight fails, as over a lost connection: its
+        // batch holds claims that went through, and is tried again.
+        return async (...args: unknown[]) => {
+          (calls['claimFanIn'] ??= []).push(1);
+          if (inFlight > 0 && !calls['claimFanIn failed']) {
+            calls['claimFanIn failed'] = [1];
+            throw new Error('connection lost');
+          }
+          inFlight++;
+          try {
+            return await (value as (...args: unknown[]) => unknown).apply(target, args);
+          } finally {
+            inFlight--;
+          }
+        };
+      }
       if ((BATCH_METHODS as readonly PropertyKey[]).includes(property)) {
-        if (mode === 'one task at a time') return undefined;
+        if (mode.startsWith('one task at a time')) return undefined;
         return async (entries: readonly unknown[], ...rest: unknown[]) => {
           (calls[property as string] ??= []).push(entries.length);
           // The first announcement fails, as over a lost connection: its batch is tried again.
@@ -56,6 +74,8 @@ describe('endings of tasks that finish together', () => {
     // A claim the failed batch made is not sent again (it would find its own lease and answer no).
     'batch methods, one failing once': 'in a statement per kind, one of them failing once',
     'one task at a time': 'one task at a time',
+    // The claims of the failed batch that went through are not sent again either.
+    'one task at a time, one failing once': 'one task at a time, one of them failing once',
   };
   for (const mode of Object.keys(described) as Mode[]) {
     it(`each is announced once and its fan-in runs once, recorded ${described[mode]}`, async () => {
@@ -73,6 +93,8 @@ describe('endings of tasks that finish together', () => {
       );
       try {
         const completed: string[] = [];
+        const errors: string[] = [];
+        fanout.events.on('error', (e) => void errors.push(`${e.context}: ${String(e.error)}`));
         fanout.events.on('task.completed', (e) => void completed.push(e.id));
         await fanout.start();
         const tasks = await Promise.all(Array.from({ length: 30 }, (_, i) => fanout.submit('test_batch', { count: 2 }, { tenant: `t${i % 3}` })));
@@ -85,7 +107,18 @@ describe('endings of tasks that finish together', () => {
             );
             return rows[0]!.n === ids.length;
           },
-          { timeoutMs: 30_000, message: 'every task completed, announced and fanned in' },
+          {
+            timeoutMs: 30_000,
+            message: 'every task completed, announced and fanned in',
+            describe: async () => {
+              const { rows } = await database.pool.query(
+                `SELECT status, announced_round = round AS announced, fanin_round = round AS fanned_in, fanin_token IS NOT NULL AS fan_in_held, count(*)::int AS n
+                 FROM fanout_task WHERE id = ANY($1::uuid[]) GROUP BY 1, 2, 3, 4`,
+                [ids],
+              );
+              return `${JSON.stringify(rows)}; calls ${JSON.stringify(calls)}; errors ${JSON.stringify(errors)}`;
+            },
+          },
         );
         expect(completed.sort()).toEqual([...ids].sort());
         expect([...fanIns.keys()].sort()).toEqual([...ids].sort());
@@ -101,14 +134,17 @@ describe('endings of tasks that finish together', () => {
           // Tasks ending together shared a statement (a call counts the tasks it wrote for).
           expect(Math.max(...calls[ONE_STATEMENT]!)).toBeGreaterThan(1);
           for (const method of BATCH_METHODS) expect(calls[method]).toBeUndefined();
-        } else if (mode !== 'one task at a time') {
+        } else if (mode.startsWith('batch methods')) {
           for (const method of BATCH_METHODS) {
             if (method === 'markAnnouncedMany' && mode !== 'batch methods') expect(sum(calls[method])).toBeGreaterThan(ids.length); // the failed call's, sent again
             else expect(sum(calls[method])).toBe(ids.length);
             expect(Math.max(...calls[method]!)).toBeGreaterThan(1); // tasks ending together shared a statement
           }
-        } else {
+        } else if (mode === 'one task at a time') {
           expect(calls).toEqual({});
+        } else {
+          expect(calls['claimFanIn failed']).toEqual([1]);
+          expect(sum(calls['claimFanIn'])).toBe(ids.length + 1); // the failed call's, sent again
         }
       } finally {
         await fanout.stop();

@@ -59,30 +59,39 @@ export class Endings {
       completed(recorded.completed);
       return done;
     }
-    // A call per kind. When one fails the batch is tried again, and the kinds whose call went
-    // through are not sent twice: a claim sent again would find its own lease and answer no.
+    // A call per kind, or per write without the kind's batch method. When one fails the batch is
+    // tried again, and the writes whose call went through are not sent twice: a claim sent again
+    // would find its own lease and answer no.
     const kinds = (['announced', 'claim_fan_in', 'complete_fan_in'] as const).map((kind) => writes.filter((w) => w.write === kind && !this.#applied.has(w)));
     const [announced, claims, completions] = kinds as [AnnouncedWrite[], ClaimWrite[], CompleteWrite[]];
     const leaseMs = this.#leaseMs;
+    /** Runs one call for `group`; once it went through, each of its writes is applied (and whether it took effect). */
+    const call = async (group: readonly EndingWrite[], run: () => Promise<void>) => {
+      await run();
+      for (const w of group) this.#applied.set(w, done.has(keyOf(w)));
+    };
+    /** A call per write: those that went through stay applied when another fails. */
+    const each = async <W extends EndingWrite>(group: readonly W[], run: (w: W) => Promise<void>) => {
+      const failed = (await Promise.allSettled(group.map((w) => call([w], () => run(w))))).find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    };
     const calls = await Promise.allSettled([
       announced.length === 0 ? null
-        : store.markAnnouncedMany ? store.markAnnouncedMany(announced)
-        : Promise.all(announced.map((t) => store.markAnnounced(t.taskId, t.round))),
+        : store.markAnnouncedMany ? call(announced, () => store.markAnnouncedMany!(announced))
+        : each(announced, (t) => store.markAnnounced(t.taskId, t.round)),
       claims.length === 0 ? null
-        : (store.claimFanIns
-            ? store.claimFanIns(claims.map((c) => c.taskId), leaseMs, token)
-            : Promise.all(claims.map((c) => store.claimFanIn(c.taskId, [c.kind!], leaseMs, token))).then((tasks) => tasks.filter((t) => t !== null))
-          ).then(claimed),
+        : store.claimFanIns ? call(claims, async () => claimed(await store.claimFanIns!(claims.map((c) => c.taskId), leaseMs, token)))
+        : each(claims, async (c) => {
+            const task = await store.claimFanIn(c.taskId, [c.kind!], leaseMs, token);
+            if (task) claimed([task]);
+          }),
       completions.length === 0 ? null
-        : (store.completeFanIns
-            ? store.completeFanIns(completions)
-            : Promise.all(completions.map(async (d) => ((await store.completeFanIn(d.taskId, d.round, d.token)) ? d.taskId : null))).then((ids) => ids.filter((id) => id !== null))
-          ).then(completed),
+        : store.completeFanIns ? call(completions, async () => completed(await store.completeFanIns!(completions)))
+        : each(completions, async (d) => {
+            if (await store.completeFanIn(d.taskId, d.round, d.token)) completed([d.taskId]);
+          }),
     ]);
-    calls.forEach((call, i) => {
-      if (call.status === 'fulfilled') for (const w of kinds[i]!) this.#applied.set(w, done.has(keyOf(w)));
-    });
-    const failed = calls.find((call) => call.status === 'rejected');
+    const failed = calls.find((c) => c.status === 'rejected');
     if (failed) throw failed.reason;
     for (const w of writes) if (this.#applied.get(w)) done.add(keyOf(w));
     return done;

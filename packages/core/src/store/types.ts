@@ -630,7 +630,10 @@ export interface FanoutStore {
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**
    * Takes the fan-in of a finished task whose current round has not had it, under a lease held by
-   * `token`. Returns the task when this caller should run the hook.
+   * `token`. Returns the task when this caller should run the hook. With `taskId` (the process
+   * that finished the task claims it at once), a task another writer holds for a moment is waited
+   * for, not passed over; without it (the maintenance loop), any due task of `kinds` nobody else
+   * is claiming.
    */
   claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null>;
   /** Extends a fan-in lease held under `token`; false when it was lost to another process. */

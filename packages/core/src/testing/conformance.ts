@@ -9,6 +9,20 @@ export interface ConformanceHarness {
   teardown?(): Promise<void>;
   /** Overwrites a task's counters behind the store's back, to prove reconcile repairs drift. */
   tamperCounters(taskId: string, counters: { succeeded?: number; failed?: number; total?: number }): Promise<void>;
+  /**
+   * Optional: holds a task's row as another writer of the store would (in an open transaction
+   * that wrote it), until the function it answers is called. Without it, the tests of waiting on
+   * a held row are skipped.
+   */
+  holdTaskRow?(taskId: string): Promise<HeldRow>;
+}
+
+/** A task row held by another writer (see `ConformanceHarness.holdTaskRow`). */
+export interface HeldRow {
+  /** Whether a statement of the store is waiting for the row now. */
+  waitedFor(): Promise<boolean>;
+  /** Ends the writer's transaction. */
+  release(): Promise<void>;
 }
 
 const LEASE = 30_000;
@@ -883,6 +897,26 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.claimItems(ids, t2, LEASE);
         await store.settleItems([outcome(ids[0]!, t2)]);
         expect((await store.claimFanIn(task.id, [kind], LEASE, c))?.round).toBe(2);
+      });
+
+      it('a claim of one finished task waits for a row another writer holds, instead of passing it over', async (t) => {
+        if (!harness.holdTaskRow) return t.skip();
+        const task = await finishedTask();
+        const held = await harness.holdTaskRow(task.id);
+        let settled = false;
+        const claim = store.claimFanIn(task.id, [kind], LEASE, randomUUID()).finally(() => void (settled = true));
+        try {
+          // Until the claim either answered or is seen waiting for the row.
+          const deadline = Date.now() + 10_000;
+          while (!settled && !(await held.waitedFor())) {
+            if (Date.now() > deadline) throw new Error('the claim neither answered nor waited for the held row');
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          expect(settled).toBe(false);
+        } finally {
+          await held.release();
+        }
+        expect((await claim)?.id).toBe(task.id);
       });
 
       it('claims, completes and records as announced the endings of several tasks in one call each', async (t) => {

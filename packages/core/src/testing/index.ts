@@ -1,2 +1,2 @@
 export { runStoreConformance } from './conformance.ts';
-export type { ConformanceHarness } from './conformance.ts';
+export type { ConformanceHarness, HeldRow } from './conformance.ts';

@@ -8,13 +8,28 @@ import type { TaskRecord } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { toTask, type TaskRow } from '../rows.ts';
 
-/** The finished task (this one, or any of `kinds`) whose fan-in this caller should run now, or null. */
+/**
+ * The finished task (this one, or any of `kinds`) whose fan-in this caller should run now, or null.
+ * With a task id, its row is waited for when another statement holds it, and the conditions are
+ * checked again on what that statement committed: the caller just finished this task, and a row
+ * held for a moment (by the announcement of its ending, say) would otherwise leave its fan-in to
+ * the maintenance loop, seconds later. Without one, rows other callers hold are skipped.
+ */
 export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null> {
+  if (taskId !== null) {
+    const [row] = await db.$queryRaw<TaskRow[]>`
+      UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
+      WHERE id = ${taskId}::uuid AND kind = ANY(${[...kinds]}::text[])
+        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+        AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+      RETURNING *`;
+    return row ? toTask(row) : null;
+  }
   const [row] = await db.$queryRaw<TaskRow[]>`
     UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
     WHERE id = (
       SELECT id FROM fanout_task
-      WHERE (${taskId}::uuid IS NULL OR id = ${taskId}::uuid) AND kind = ANY(${[...kinds]}::text[])
+      WHERE kind = ANY(${[...kinds]}::text[])
         AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
       ORDER BY completed_at

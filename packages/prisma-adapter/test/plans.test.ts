@@ -69,3 +69,48 @@ describe('the plans of the per-claim statements', () => {
     for (const [i, plan] of plans.entries()) expect(scanned(plan), `statement ${i + 1}`).not.toContain('fanout_item');
   });
 });
+
+// A statement that PostgreSQL plans again at every run costs the server its planning each time
+// (the claim's took longer to plan than to run). A prepared statement keeps its generic plan from
+// the sixth run on when that plan looks no worse than the custom ones; a custom plan that sees a
+// parameter's value (a limit, an array's length, the tenant) looks better, so those parameters are
+// written as scalar subqueries that no plan sees.
+describe('the statements of a worker’s loop', () => {
+  const t = testDatabase(1);
+
+  it('keep their generic plan once a connection has run them a few times', async () => {
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    const tasks = [];
+    for (const tenant of ['a', 'b']) {
+      for (let n = 0; n < 3; n++) {
+        const task = await store.createTask({ kind: 'loop', tenant, input: {}, maxAttempts: 3 }, async () => {});
+        await store.startDispatch(task.id);
+        await store.insertItems(task.id, Array.from({ length: 300 }, (_, i) => ({ key: `k${i}`, seq: i + 1, snapshot: { i } })), async () => {});
+        await store.finishDispatch(task.id);
+        tasks.push(task);
+      }
+    }
+    const after = new Map<string, string | null>();
+    for (let round = 0; round < 24; round++) {
+      const tenant = round % 2 === 0 ? 'a' : 'b';
+      const token = randomUUID();
+      const { claimed, taskId } = await store.claimNext({ kind: 'loop', tenant, after: after.get(tenant) ?? null, limit: 5 + (round % 7) * 9, token, leaseMs: 30_000 });
+      expect(claimed.length).toBeGreaterThan(0);
+      after.set(tenant, taskId);
+      await store.renewLeases(claimed.map((c) => ({ itemId: c.itemId, token })), 30_000);
+      await store.stoppedTasks([...new Set(claimed.map((c) => c.taskId))]);
+      await store.settleItems(claimed.map((c) => ({ itemId: c.itemId, token, status: 'succeeded' as const, result: null })));
+      await store.endClaims!([token]);
+    }
+    const { rows } = await t.pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
+      "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'fanout\\_%'",
+    );
+    const loop = ['eligible AS', 'fanout_claim c SET lease_until', 'status <> ', 'WITH v AS', 'DELETE FROM fanout_claim'];
+    for (const part of loop) {
+      const statement = rows.find((r) => r.statement.includes(part));
+      expect(statement, part).toBeDefined();
+      expect(Number(statement!.custom_plans), `custom plans of the statement with ${part}`).toBeLessThanOrEqual(5);
+      expect(Number(statement!.generic_plans), `generic plans of the statement with ${part}`).toBeGreaterThanOrEqual(18);
+    }
+  });
+});

@@ -123,13 +123,13 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
     WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
     eligible AS (
       SELECT t.id, t.priority FROM fanout_task t
-      WHERE t.kind = ${query.kind} AND COALESCE(t.tenant, '') = ${group} AND t.status = 'running'
+      WHERE t.kind = (SELECT ${query.kind}::text) AND COALESCE(t.tenant, '') = (SELECT ${group}::text) AND t.status = 'running'
       ORDER BY t.priority DESC, t.id
-      LIMIT ${query.maxRunningTasks ?? null}::int
+      LIMIT (SELECT ${query.maxRunningTasks ?? null}::int)
     ),
     -- The tasks whose turn it is, in order: the next ones after the task served last.
     turns AS (
-      SELECT e.id, row_number() OVER (ORDER BY e.priority DESC, e.id > ${query.after ?? NO_TASK}::uuid DESC, e.id) AS turn
+      SELECT e.id, row_number() OVER (ORDER BY e.priority DESC, e.id > (SELECT ${query.after ?? NO_TASK}::uuid) DESC, e.id) AS turn
       FROM eligible e
       -- Whether the task has an item to run now, read in listing order through the ready rows'
       -- key. (Written as EXISTS, the planner may guess that scanning the table finds one sooner:
@@ -140,7 +140,7 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
         ORDER BY p.seq LIMIT 1
       ) due
       ORDER BY turn
-      LIMIT ${TASKS_PER_CLAIM}::int
+      LIMIT (SELECT ${TASKS_PER_CLAIM}::int)
     ),
     -- Items of the first task, then of the next while there is room (small tasks share a claim).
     -- The nested loop takes the tasks in turn and stops once the limit is reached.
@@ -150,10 +150,10 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
         SELECT r.ctid AS rid, r.item_id, r.due_at FROM fanout_ready r
         WHERE r.task_id = t.id AND (r.due_at IS NULL OR r.due_at <= clock_timestamp())
         ORDER BY r.seq
-        LIMIT ${limit}::int
+        LIMIT (SELECT ${limit}::int)
         FOR UPDATE OF r SKIP LOCKED
       ) p
-      LIMIT ${limit}::int
+      LIMIT (SELECT ${limit}::int)
     ),
     -- The ready rows taken go, whatever their item says (a row whose item is not pending is stale).
     taken AS (DELETE FROM fanout_ready r WHERE r.ctid = ANY(ARRAY(SELECT rid FROM picked))),
@@ -269,8 +269,9 @@ export async function renewLeases(db: PrismaQueryable, held: ReadonlyArray<{ ite
  */
 export async function endClaims(db: PrismaQueryable, tokens: readonly string[]): Promise<void> {
   await db.$queryRaw`
+    -- The array as a scalar subquery: planned once per connection (see \`poolQueryable\`).
     DELETE FROM fanout_claim c
-    WHERE c.token = ANY(${tokens}::uuid[])
+    WHERE c.token = ANY((SELECT ${tokens}::uuid[])::uuid[])
       AND NOT (SELECT EXISTS (SELECT 1 FROM fanout_item i WHERE i.id = ANY(c.item_ids) AND i.claim_token = c.token AND i.status = 'running'))
     RETURNING 1 AS gone`;
 }

@@ -158,6 +158,7 @@ export async function liveTaskCounts(db: PrismaQueryable, query: { tenant: strin
 /** Of `ids` (valid uuids), those whose task is no longer `running` (their items should stop). */
 export async function stoppedTasks(db: PrismaQueryable, ids: readonly string[]): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM fanout_task WHERE id = ANY(${ids}::uuid[]) AND status <> 'running'`;
+    -- The array as a scalar subquery: planned once per connection (see \`poolQueryable\`).
+    SELECT id FROM fanout_task WHERE id = ANY((SELECT ${ids}::uuid[])::uuid[]) AND status <> 'running'`;
   return rows.map((r) => r.id);
 }

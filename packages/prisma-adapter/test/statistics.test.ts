@@ -95,6 +95,30 @@ describe('vacuuming the tables with many dead rows', () => {
     });
   }
 
+  it('vacuums the claim table after a few hundred dead claims, not ten thousand', async () => {
+    await using t = await fresh();
+    await t.pool.query('ALTER TABLE fanout_claim SET (autovacuum_enabled = false)');
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    const claimStats = async () =>
+      (await t.pool.query<{ dead: number }>(`SELECT n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relname = 'fanout_claim'`)).rows[0]!.dead;
+    // Claims of 100 items that ended: each a row inserted and deleted.
+    const deadClaims = async (n: number) => {
+      const before = await claimStats();
+      await t.pool.query(
+        `INSERT INTO fanout_claim (token, kind, tenant, item_ids, lease_until)
+         SELECT gen_random_uuid(), 'vacuum_test', '', array(SELECT gen_random_uuid() FROM generate_series(1, 100) WHERE g > 0), now() FROM generate_series(1, $1::int) g`,
+        [n],
+      );
+      await t.pool.query('DELETE FROM fanout_claim');
+      await waitFor(async () => (await claimStats()) >= before + n, { message: 'the ended claims counted as dead' });
+    };
+    await deadClaims(300);
+    expect(await store.vacuumTables!()).toEqual([]);
+    await deadClaims(300);
+    expect(await store.vacuumTables!()).toEqual(['fanout_claim']);
+    await waitFor(async () => (await claimStats()) === 0, { message: 'the claim table vacuumed' });
+  });
+
   it('does not wait for a table another vacuum holds', async () => {
     await using t = await fresh();
     const store = prismaFanoutStore(t.prisma, { pool: t.pool });

@@ -43,17 +43,6 @@ import {
 } from '@fanout/core';
 import { executor } from './executor.ts';
 import { assertFanoutSchema } from './migrations/check.ts';
-
-/**
- * The tables `vacuumTables` may vacuum, Fanout's busiest, each with the dead rows that make it due
- * (or a tenth of its live rows, if more). The claim table holds only the claims in flight, but every
- * claim is a row inserted, renewed and deleted, each version with its claim's item ids (1.6 KB for
- * 100 items); the maintenance loop reads it at every pass for lapsed leases, and at 10,000 dead rows
- * that read went through thousands of dead pages (17 ms on average, 80 at most, in a run of a
- * million items, between autovacuum's visits a minute apart).
- */
-const VACUUMED_TABLES = { fanout_item: 10_000, fanout_ready: 10_000, fanout_claim: 500, fanout_item_log: 10_000, fanout_task: 10_000 } as const;
-type VacuumedTable = keyof typeof VACUUMED_TABLES;
 import { toCounts } from './rows.ts';
 import { isUuid } from './ids.ts';
 import { poolQueryable, poolTransaction } from './pool.ts';
@@ -72,6 +61,17 @@ import * as maintenance from './sql/maintenance.ts';
 import * as reads from './sql/reads.ts';
 import * as retention from './sql/retention.ts';
 import * as settle from './sql/settle.ts';
+
+/**
+ * The tables `vacuumTables` may vacuum, Fanout's busiest, each with the dead rows that make it due
+ * (or a tenth of its live rows, if more). The claim table holds only the claims in flight, but every
+ * claim is a row inserted, renewed and deleted, each version with its claim's item ids (1.6 KB for
+ * 100 items); the maintenance loop reads it at every pass for lapsed leases, and at 10,000 dead rows
+ * that read went through thousands of dead rows (17 ms on average, 80 at most, in a run of a
+ * million items, between autovacuum's visits a minute apart).
+ */
+const VACUUMED_TABLES = { fanout_item: 10_000, fanout_ready: 10_000, fanout_claim: 500, fanout_item_log: 10_000, fanout_task: 10_000 } as const;
+type VacuumedTable = keyof typeof VACUUMED_TABLES;
 
 export interface PrismaFanoutStoreOptions {
   /**

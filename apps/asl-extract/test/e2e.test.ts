@@ -104,9 +104,11 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       // (more only if a worker lost an item's lease, which counts another attempt).
       for (const [paper, n] of attempts) expect(n, paper).toBeGreaterThanOrEqual(Number(paper.split(' ')[1]) % 3 === 2 ? 1 : 2);
       const calls = [...attempts.values()].reduce((a, b) => a + b, 0);
-      // Every call is an attempt of its paper's item, counted. An attempt may end before it calls
-      // the model (its claim lost while it waited for the limit, on a starved machine; seen once in
-      // CI: 81 attempts for 74 calls), so attempts can outnumber calls, never the other way round.
+      // Every call is an attempt of its paper's item, counted. An attempt may end before its call
+      // reaches the model: on a starved machine a worker's claim can lapse, and the attempt is
+      // aborted while it waits for the limit or while its request is on its way (seen in CI with
+      // another app's test beside this one: 81 attempts and 81 slots taken for 74-77 calls). So
+      // attempts can outnumber calls, never the other way round.
       const items = await t.prisma.$queryRaw<{ title: string; attempts: number; error: { code?: string } | null }[]>`
         SELECT snapshot->>'title' AS title, attempts, error FROM fanout_item WHERE task_id = ${id}::uuid AND status = 'succeeded'`;
       const callsOf = (title: string) => attempts.get(/paper \d+/.exec(title)?.[0] ?? '') ?? 0;
@@ -114,10 +116,13 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', () =>
       for (const item of items) expect(item.attempts, `${item.title} (${beyond.join('; ')})`).toBeGreaterThanOrEqual(callsOf(item.title));
       expect(items.reduce((n, i) => n + callsOf(i.title), 0)).toBe(calls); // every call was for a paper of the batch
       if (beyond.length > 0) console.log(`attempts beyond the model's calls: ${beyond.join('; ')}`);
-      // Every call took a slot of the shared rate limit (600 a minute by default with an LLM).
+      // Every call took a slot of the shared rate limit (600 a minute by default with an LLM), and
+      // every slot taken was an attempt's (one at most each).
       const [taken] = await t.prisma.$queryRaw<{ n: number }[]>`
         SELECT count(*)::int AS n FROM fanout_slot WHERE name = 'llm_rpm' AND available_at > now()`;
-      expect(taken!.n).toBe(calls);
+      expect(taken!.n).toBeGreaterThanOrEqual(calls);
+      expect(taken!.n).toBeLessThanOrEqual(items.reduce((n, i) => n + i.attempts, 0));
+      if (beyond.length === 0) expect(taken!.n).toBe(calls);
       const rows = await t.prisma.aslExtraction.findMany({ where: { taskId: id } });
       expect(rows).toHaveLength(43);
       expect(new Set(rows.map((r) => r.model))).toEqual(new Set(['fake-model']));

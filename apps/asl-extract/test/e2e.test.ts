@@ -19,11 +19,18 @@ async function ended(t: AslTest, id: string, timeoutMs = 90_000) {
       const task = (await (await t.call('GET', `/tasks/${id}`)).json()) as { status: string; total: number; succeeded: number; failed: number; cancelled: number };
       return ['completed', 'failed', 'cancelled'].includes(task.status) ? task : null;
     },
-    { timeoutMs, message: `task ${id} ended` },
+    {
+      timeoutMs,
+      message: `task ${id} ended`,
+      describe: async () => JSON.stringify(await (await t.call('GET', `/tasks/${id}`)).json()),
+    },
   );
 }
 
-describe('ASL extraction end to end (API and worker processes over HTTP)', () => {
+// Each test starts its own API and worker processes; beside another app's test on a 2-core
+// machine, one took more than the default 60 s (seen in CI), before its own waits (90 s) could say
+// where it stood.
+describe('ASL extraction end to end (API and worker processes over HTTP)', { timeout: 150_000 }, () => {
   it('a 200-document batch completes with exact counts, corrupt and encrypted PDFs failing alone', async () => {
     await using t = await aslTest();
     await t.api();

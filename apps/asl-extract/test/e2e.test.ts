@@ -66,6 +66,12 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
   it('an LLM answering 429 and 500 before succeeding: retried, and never more than 5 calls at once across 3 worker processes', async () => {
     let inFlight = 0;
     let maxInFlight = 0;
+    // The first calls are held until five are in flight at once (or 30 s have passed, and the check
+    // below fails): the limit is shown reached however slowly a busy machine reads the papers, and a
+    // sixth call, if the limit let one through, would be seen while they are held.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const gateTimer = setTimeout(openGate, 30_000);
     const attempts = new Map<string, number>();
     const llm = createServer((req, res) => {
       let raw = '';
@@ -73,9 +79,9 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
       req.on('end', async () => {
         inFlight++;
         maxInFlight = Math.max(maxInFlight, inFlight);
-        // A model's answer takes a while: calls overlap enough to reach the limit even when
-        // papers are read a few at a time (the PDF reader's threads) on a busy machine.
-        await new Promise((r) => setTimeout(r, 150));
+        if (inFlight >= 5) openGate();
+        // A model's answer takes a while: calls overlap.
+        await Promise.all([gate, new Promise((r) => setTimeout(r, 150))]);
         inFlight--;
         const text: string = JSON.parse(raw).messages[1].content;
         const paper = /paper \d+/.exec(text)?.[0] ?? 'unknown';
@@ -134,6 +140,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
       expect(rows).toHaveLength(43);
       expect(new Set(rows.map((r) => r.model))).toEqual(new Set(['fake-model']));
     } finally {
+      clearTimeout(gateTimer);
       llm.closeAllConnections();
       await new Promise((r) => llm.close(r));
     }

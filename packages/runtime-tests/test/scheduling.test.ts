@@ -11,21 +11,29 @@ const settled = async (t: TestApp, id: string) => {
   return task.succeeded + task.failed + task.cancelled;
 };
 
-/** How many of `big`'s remaining items settled while `small` ran to its end (a fraction); prints `small`'s timeline. */
+/**
+ * How many of `big`'s remaining items settled while `small` ran (a fraction), read from the rows
+ * once `small` has ended, by the database's clock: from the moment a manager took `small` up to its
+ * completion. Its dispatch is inside that window; the wait for a manager to fetch its job is not,
+ * since it does not depend on the order items are served in (8-235 ms with two heavy tests beside
+ * this one; a CI run that counted from the submit, through the API, once measured 25%). Prints
+ * `small`'s timeline.
+ */
 async function shareWhileRunning(t: TestApp, big: string, small: string): Promise<number> {
-  const bigTotal = (await t.app.fanout.getTask(big))!.total;
-  const before = await settled(t, big);
   expect((await finished(t, small)).status).toBe('completed');
-  const after = await settled(t, big);
-  const [times] = await t.app.prisma.$queryRaw<Record<string, number>[]>`
-    SELECT round(extract(epoch FROM t.dispatched_at - t.created_at) * 1000)::int AS dispatched,
-           round(extract(epoch FROM min(i.started_at) - t.created_at) * 1000)::int AS first_started,
-           round(extract(epoch FROM max(i.finished_at) - t.created_at) * 1000)::int AS last_finished,
-           round(extract(epoch FROM t.completed_at - t.created_at) * 1000)::int AS completed
-    FROM fanout_task t JOIN fanout_item i ON i.task_id = t.id WHERE t.id = ${small}::uuid
-    GROUP BY t.id`;
-  console.log(`the task submitted second, ms after its submit: ${JSON.stringify(times)}`);
-  return (after - before) / (bigTotal - before);
+  const [row] = await t.app.prisma.$queryRaw<{ total: number; before: number; during: number; timeline: Record<string, number> }[]>`
+    WITH s AS (SELECT created_at, started_at, dispatched_at, completed_at FROM fanout_task WHERE id = ${small}::uuid)
+    SELECT (SELECT total FROM fanout_task WHERE id = ${big}::uuid) AS total,
+           count(*) FILTER (WHERE i.finished_at <= s.started_at)::int AS before,
+           count(*) FILTER (WHERE i.finished_at > s.started_at AND i.finished_at <= s.completed_at)::int AS during,
+           json_build_object(
+             'managerStarted', round(extract(epoch FROM s.started_at - s.created_at) * 1000),
+             'dispatched', round(extract(epoch FROM s.dispatched_at - s.created_at) * 1000),
+             'completed', round(extract(epoch FROM s.completed_at - s.created_at) * 1000)) AS timeline
+    FROM s LEFT JOIN fanout_item i ON i.task_id = ${big}::uuid
+    GROUP BY s.created_at, s.started_at, s.dispatched_at, s.completed_at`;
+  console.log(`the task submitted second, ms after its submit: ${JSON.stringify(row!.timeline)}`);
+  return row!.during / (row!.total - row!.before);
 }
 
 describe('scheduling', () => {
@@ -42,12 +50,7 @@ describe('scheduling', () => {
       const small = await t.app.fanout.submit('test_batch', { count: 10, item: { sleepMs: 20 } }, { tenant: smallTenant });
       const share = await shareWhileRunning(t, big.id, small.id);
       console.log(`${smallTenant === 'big' ? 'tasks' : 'tenants'}: the large task settled ${(share * 100).toFixed(1)}% of its remaining items while the small one ran`);
-      // First in, first out, the share would be all of them (1). Taking turns it is 3-13% on an
-      // idle or a busy machine here; a CI run with the heaviest tests beside this one saw 25% once
-      // (with two of them beside it here, the small task's dispatch took up to 1.9 s of CPU-starved
-      // time: its timeline is printed above). Most of the large task still to run is what turns
-      // promise; how soon the small one ends is the benchmark's head-of-line figure.
-      expect(share).toBeLessThan(0.5);
+      expect(share).toBeLessThan(0.25);
       expect(await finished(t, big.id, 120_000)).toMatchObject({ status: 'completed', succeeded: 4000 });
     }, 150_000);
   }

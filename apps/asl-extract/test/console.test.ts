@@ -17,6 +17,12 @@ let t: AslTest;
 let llm: SimulatedLlm;
 let browser: Browser;
 let papers: string[];
+// The task the console test cancels reads papers 59 and 60, which no other task reads; the model
+// holds its answers on them until the page has shown the cancel, so that task is still running
+// when it is cancelled however fast or slow the machine is.
+const HELD = /: paper (59|60)\b/;
+let releaseHeld!: () => void;
+const held = new Promise<void>((resolve) => (releaseHeld = resolve));
 // The times an action took and the page's lag behind the API are measured and printed with the
 // results (a quiet machine: actions 0.2-0.5 s, counters 0-0.8 s behind); the test asserts that the
 // page gets there, with bounds a loaded CI machine still meets.
@@ -38,7 +44,11 @@ beforeAll(async () => {
     latencyMs: 600,
     rateLimitedShare: 0.04,
     unavailableShare: 0.02,
-    answer: async (messages) => JSON.stringify(await offline.extract(messages.find((m) => m.role === 'user')?.content ?? '')),
+    answer: async (messages) => {
+      const text = messages.find((m) => m.role === 'user')?.content ?? '';
+      if (HELD.test(text)) await held;
+      return JSON.stringify(await offline.extract(text));
+    },
   });
   t = await aslTest({ FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm', FANOUT_LLM_CONCURRENCY: 8 });
   await t.api();
@@ -49,6 +59,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   console.log(`console action timings (ms): ${JSON.stringify(timings)}`);
+  releaseHeld();
   await browser?.close();
   await t?.[Symbol.asyncDispose]();
   await llm?.close();
@@ -149,15 +160,11 @@ describe('ASL operator console in Chromium', () => {
     expect(submits.length).toBeGreaterThanOrEqual(1);
     expect([...keys].every((k) => k.length > 0)).toBe(true);
     expect(await apiTasks()).toHaveLength(1);
-    const [uiTask] = await apiTasks();
 
-    // 29 more from elsewhere (the API), at once: the page picks them up without a reload.
-    const others = await Promise.all(
-      Array.from({ length: 29 }, async (_, i) => {
-        const res = await t.call('POST', '/tasks', { body: { input: { documentIds: papers.slice((i * 2) % 54, ((i * 2) % 54) + 6) } } });
-        return ((await res.json()) as { id: string }).id;
-      }),
-    );
+    // 29 more from elsewhere (the API), at once: the page picks them up without a reload. The last
+    // one (papers 57 to 60) is the one cancelled below.
+    const submit = async (documentIds: string[]) => ((await (await t.call('POST', '/tasks', { body: { input: { documentIds } } })).json()) as { id: string }).id;
+    const others = await Promise.all([...Array.from({ length: 28 }, (_, i) => submit(papers.slice((i * 2) % 54, ((i * 2) % 54) + 6))), submit(papers.slice(56, 60))]);
     await page.locator('li.task-row').nth(29).waitFor();
     expect(await page.locator('li.task-row').count()).toBe(30);
     await countersCaughtUp(page, CATCH_UP_MS);
@@ -165,7 +172,7 @@ describe('ASL operator console in Chromium', () => {
     await expectAccessible(page, 'the list with 30 tasks');
 
     // Cancel a running task: asked first, then answered on the page.
-    const victim = await waitFor(async () => (await apiTasks()).find((x) => x.status === 'running' && x.id !== uiTask!.id && settled(x) < x.total - 1), { message: 'a running task' });
+    const victim = await waitFor(async () => (await apiTasks()).find((x) => x.id === others[28] && x.status === 'running'), { message: 'the task to cancel running' });
     const row = page.locator(`li.task-row[data-task-id="${victim.id}"]`);
     await row.getByRole('button', { name: /^Cancel task/ }).click();
     const dialog = page.getByRole('dialog');
@@ -175,6 +182,7 @@ describe('ASL operator console in Chromium', () => {
       await dialog.getByRole('button', { name: 'Cancel task' }).click();
       await row.locator('[data-status="stopping"], [data-status="cancelled"]').waitFor({ timeout: ACTION_MS });
     });
+    releaseHeld();
     await countersCaughtUp(page, CATCH_UP_MS);
 
     // Everything ends; the page agrees with the API on every count, and a cancelled task is not "100%".

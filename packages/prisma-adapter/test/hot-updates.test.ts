@@ -68,6 +68,27 @@ describe('the item table', () => {
     expect(after.hot - before.hot).toBeGreaterThanOrEqual(380);
   });
 
+  it('takes new items at the end of its primary key: their ids are time-ordered, in listing order', async () => {
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    const paged = await store.createTask({ kind: 'ids', input: {}, maxAttempts: 3 }, async () => {});
+    await store.startDispatch(paged.id);
+    for (let page = 0; page < 3; page++) {
+      await store.insertItems(paged.id, Array.from({ length: 400 }, (_, i) => ({ key: `k${page * 400 + i}`, seq: page * 400 + i + 1, snapshot: null })), async () => {});
+    }
+    // A task stored with its items at submit, after the first.
+    const { task: whole } = await store.createDispatchedTask!(
+      { kind: 'ids', input: {}, maxAttempts: 3 },
+      Array.from({ length: 300 }, (_, i) => ({ key: `k${i}`, seq: i + 1, snapshot: null })),
+      async () => {},
+      null,
+    );
+    const { rows } = await t.pool.query<{ id: string }>('SELECT id::text FROM fanout_item WHERE task_id = ANY($1::uuid[]) ORDER BY task_id, seq', [[paged.id, whole.id]]);
+    const ids = rows.map((r) => r.id);
+    expect(ids).toHaveLength(1500);
+    expect(ids.every((id) => id[14] === '7')).toBe(true);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   async function updates(): Promise<{ updated: number; hot: number }> {
     const { rows } = await t.pool.query<{ updated: string; hot: string }>(
       `SELECT n_tup_upd AS updated, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'fanout_item'`,

@@ -276,7 +276,8 @@ try {
           ratioToIdeal: round(rate / ideal),
           firstItemMs: Math.round(phase!.first_ms),
           dispatchSeconds: round(phase!.dispatch_s),
-          ratioWhileDispatching: round(phase!.during / Number(phase!.dispatch_s) / ideal),
+          // (A task small enough to be dispatched at submit has no such phase.)
+          ratioWhileDispatching: Number(phase!.dispatch_s) > 0 ? round(phase!.during / Number(phase!.dispatch_s) / ideal) : 0,
           ratioAfterDispatch: round((IO_ITEMS - phase!.during) / Number(phase!.after_s) / ideal),
         });
       }

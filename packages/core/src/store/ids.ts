@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 
 let lastMs = 0;
 let counter = 0;
-/** The first 15 characters of the ids of millisecond `prefixMs`: its timestamp and the version. */
+/** The first 15 characters of the ids of millisecond `lastMs`: its timestamp and the version. */
 let prefix = '';
-let prefixMs = -1;
 
 /**
  * A time-ordered UUID (version 7), so task ids sort by creation and a task's items go in at the end
@@ -28,11 +27,10 @@ export function uuidv7(): string {
       counter = 0;
     }
   }
-  lastMs = ms;
-  if (ms !== prefixMs) {
+  if (ms !== lastMs) {
     const time = ms.toString(16).padStart(12, '0');
     prefix = `${time.slice(0, 8)}-${time.slice(8)}-7`;
-    prefixMs = ms;
+    lastMs = ms;
   }
   return `${prefix}${counter.toString(16).padStart(3, '0')}${random.slice(18)}`;
 }

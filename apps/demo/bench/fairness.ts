@@ -4,8 +4,8 @@
 //   and submitted 1 s after another tenant's 50,000-item task; that task's items/s with the small
 //   tasks beside it against its items/s alone, measured before and after (target: latency ratio
 //   <= 3, the large task keeps >= 0.9); medians of BENCH_FAIR_ROUNDS rounds (5: a round's ratio
-//   ranges from about 1 to 5 on this project's 2-core machine, and a median of three flipped
-//   around the target from run to run), with every small task's latency pooled as well;
+//   ranged from 0.8 to 7 on this project's 2-core machine, and a median of three flipped around
+//   the target from run to run), with every small task's latency pooled as well;
 // - many_small: 500 tasks of 20 items from 10 concurrent submitters against one task of 10,000
 //   items run before and after (target: >= 0.5 of its items/s, p95 from submit to completion
 //   under 1 s), after an unmeasured round of 100 such tasks (BENCH_MANY_WARMUP); medians of

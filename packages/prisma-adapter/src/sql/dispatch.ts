@@ -12,10 +12,10 @@ import { toSettled, toTask, type TaskRow } from '../rows.ts';
 
 /**
  * Ids for `count` new items, in listing order: time-ordered (UUIDv7), so that a page's rows go in
- * at the end of the item table's primary key instead of one random leaf each (a task's items are
- * also read and updated in listing order, by that key). Sent as one text, split by the statement:
- * `pg` writes an array parameter element by element, which cost the manager more than making the
- * ids.
+ * at the end of the item table's primary key instead of one random leaf each (and a claim, which
+ * takes items in listing order, gives its settle rows that are neighbours in that key too). Sent
+ * as one text, split by the statement: `pg` writes an array parameter element by element, which
+ * cost the manager more than making the ids.
  */
 function itemIds(count: number): string {
   let ids = count > 0 ? uuidv7() : '';

@@ -30,7 +30,7 @@ export type { BossDb, RecurringStatementsOptions } from './runtime/boss-statemen
 export type { FanoutRuntimeOptions, StartOptions, SubmitOptions } from './runtime/runtime.ts';
 export type { WorkerSettings } from './runtime/context.ts';
 export type { MaintenanceSettings } from './runtime/maintenance.ts';
-export { childLogger, consoleLogger, pinoLogger, redact, redactText, silentLogger } from './runtime/logger.ts';
+export { childLogger, consoleLogger, maskedLogger, pinoLogger, redact, redactText, silentLogger } from './runtime/logger.ts';
 export type { ConsoleLoggerOptions, Logger, PinoLike } from './runtime/logger.ts';
 export { ATTR, DURATION_BUCKETS_S, FanoutTelemetry, INSTRUMENTATION_SCOPE, LabeledCounts, METRIC, SPAN } from './telemetry/index.ts';
 export type { TaskAttention, TelemetryOptions, TraceCarrier } from './telemetry/index.ts';

@@ -176,8 +176,14 @@ describe('telemetry with an SDK registered', () => {
       expect(about.map((l) => l.msg)).toEqual(expect.arrayContaining(['item 1 attempt 1', 'calling the upstream', 'item failed'].map((m) => (item.key === 'n1' ? m : m.replace('item 1', 'item 2')))));
       for (const line of about) {
         expect(line, JSON.stringify(line)).toMatchObject({ definition: 'kit_flaky', taskId: id, itemId: item.id, attempt: expect.any(Number) });
-        // Written inside the item's span: the trace ids are there to jump from a line to its trace.
-        expect(line.traceId, JSON.stringify(line)).toMatch(/^[0-9a-f]{32}$/);
+        // Written inside the item's span, the "item failed" line included: the trace and span ids
+        // are those of the item's attempt, to jump from a line to its trace.
+        const span = await waitFor(
+          () => otel.spans().find((s) => s.name === SPAN.item && s.attributes[ATTR.itemId] === item.id && s.attributes[ATTR.attempt] === line.attempt),
+          { message: `the span of attempt ${String(line.attempt)}` },
+        );
+        expect(line.traceId, JSON.stringify(line)).toBe(span.spanContext().traceId);
+        if (line.msg === 'item failed') expect(line.spanId).toBe(span.spanContext().spanId);
       }
     }
     expect(lines.find((l) => l.msg === 'item failed' && l.itemId === failing[0]!.id)).toMatchObject({ code: 'malformed', retry: false, attempt: 1 });
@@ -190,6 +196,28 @@ describe('telemetry with an SDK registered', () => {
     expect(text).not.toContain(FLAKY_SECRET);
     expect(text).not.toContain(TEST_TOKEN.a);
     expect(text).not.toContain(new URL(db.url).password || 'no-password-in-url');
+  });
+
+  it("a chatty item's stored lines stay bounded: 500 an attempt, long messages and data cut, NUL characters and bigints stored, a bad line losing no other", async () => {
+    const id = await submit({ count: 2, chatty: ['n1'] });
+    await finished(id);
+    const chatty = (await rt.fanout.listItems(id, { limit: 10 })).rows.find((i) => i.key === 'n1')!;
+    // 501 lines kept (500 and the last saying so), of which one the database refused.
+    const stored = await waitFor(async () => {
+      const found = await rt.fanout.store.itemLogs(id, chatty.id, 1000);
+      return found.length === 500 && found.at(-1)!.message.startsWith('(more lines') ? found : null;
+    }, { message: '500 stored lines' });
+    expect(stored[0]!.message).toBe('item 1 attempt 1');
+    expect(stored[1]).toMatchObject({ message: 'page 1 text', data: { text: 'ab', pages: '12' } });
+    expect(stored[2]!.message).toBe(`${'x'.repeat(4000)}… (cut at 4000 characters)`);
+    const big = stored[3]!.data as { truncated: string; length: number };
+    expect(big.truncated).toHaveLength(8000);
+    expect(big.length).toBeGreaterThan(8000);
+    expect(stored.map((l) => l.message)).not.toContain('refused');
+    expect(stored[4]!.message).toBe('line 5');
+    expect(stored[498]!.message).toBe('line 499');
+    expect(stored[499]!.message).toBe('(more lines of this attempt were not stored: 500 is the limit)');
+    expect(lines.find((l) => l.msg === 'could not store some item log lines; they are only in the live stream')).toMatchObject({ lines: 1 });
   });
 
   it('the figures the alert rules read move: items failing, tasks past their deadline, tasks making no progress, leases lapsing', async () => {
@@ -249,7 +277,78 @@ describe('telemetry with an SDK registered', () => {
       await rt.fanout.runMaintenance();
       return sumOf(await otel.metrics(), METRIC.recoveries, requeued) - sumOf(before, METRIC.recoveries, requeued) === 1;
     }, { message: 'the lapsed claim recovered', timeoutMs: 15_000 });
+    // Each is logged with the ids of the item: the lost claim by the live worker, the recovery by the loop.
+    expect(lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('lost the claim of an item'))).toMatchObject({ definition: 'kit_flaky', taskId: lapsedId, itemId: running.id, attempt: 1 });
+    expect(lines.find((l) => l.msg === 'a lapsed item goes back to pending')).toMatchObject({ definition: 'kit_flaky', taskId: lapsedId, itemId: running.id, attempt: 1, recovery: 'requeued' });
     await rt.fanout.cancel(lapsedId);
     await finished(lapsedId);
+  });
+
+  it("a retry of failed items over HTTP is a trace of its own: the new round's items continue the retry request, not the submit", async () => {
+    const id = await submit({ count: 3, permanent: ['n1'] }, { traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` });
+    const first = await finished(id);
+    expect(first).toMatchObject({ failed: 1 });
+    const failedItem = (await rt.fanout.listItems(id, { status: 'failed', limit: 1 })).rows[0]!;
+    const retryTrace = randomBytes(16).toString('hex');
+    const res = await fetch(`${server.url}/api/flaky/tasks/${id}/retry-failed`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': 'application/json', traceparent: `00-${retryTrace}-${randomBytes(8).toString('hex')}-01` },
+      body: '{}',
+    });
+    expect(res.status).toBe(202);
+    await waitFor(async () => ((await rt.fanout.getTask(id))?.round === 2 ? finished(id) : null), { message: 'the second round to finish' });
+    const inRetry = await waitFor(() => {
+      const spans = otel.spans().filter((s) => s.spanContext().traceId === retryTrace);
+      return spans.some((s) => s.name === SPAN.item) ? spans : null;
+    }, { message: "the new round's item span in the retry's trace" });
+    const request = inRetry.find((s) => s.kind === SpanKind.SERVER)!;
+    const retrySpan = inRetry.find((s) => s.name === SPAN.retryFailed)!;
+    expect(parentOf(retrySpan)).toBe(idOf(request));
+    expect(retrySpan.attributes).toMatchObject({ [ATTR.taskId]: id, [ATTR.retried]: 1 });
+    const item = inRetry.find((s) => s.name === SPAN.item)!;
+    expect(item.attributes[ATTR.itemId]).toBe(failedItem.id);
+    expect(parentOf(item)).toBe(idOf(retrySpan));
+  });
+
+  it('a failing read of the task gauges leaves every other metric collected', async () => {
+    let failing = true;
+    let reads = 0;
+    rt.fanout.telemetry.metrics.addGauges(async () => {
+      reads++;
+      if (failing) throw new Error('the database is unreachable');
+    });
+    try {
+      const before = await otel.metrics();
+      const id = await submit({ count: 2, permanent: ['n0'] });
+      await finished(id);
+      const after = await otel.metrics();
+      expect(reads).toBe(2);
+      // The counts kept in memory are collected all the same (they were not, when one callback read both).
+      const where = { [ATTR.definition]: 'kit_flaky', [ATTR.outcome]: 'failed', [ATTR.errorType]: 'malformed' };
+      expect(sumOf(after, METRIC.itemsSettled, where) - sumOf(before, METRIC.itemsSettled, where)).toBe(1);
+      expect(sumOf(after, METRIC.tasksSubmitted, { [ATTR.definition]: 'kit_flaky' }) - sumOf(before, METRIC.tasksSubmitted, { [ATTR.definition]: 'kit_flaky' })).toBe(1);
+    } finally {
+      failing = false;
+    }
+  });
+
+  it('the task gauges read every running task: one past its deadline behind hundreds of newer ones is counted', async () => {
+    const def = { [ATTR.definition]: 'kit_flaky' };
+    // Rows as a busy platform has them (no manager or worker touches them: the maintenance loop is off here).
+    const { rows } = await rt.db.pool.query<{ id: string }>(
+      `INSERT INTO fanout_task (id, kind, tenant, input, status, started_at, created_at, deadline_at, total)
+       SELECT gen_random_uuid(), 'kit_flaky', 'team-a', '{}', 'running', now(), now() - interval '1 hour' + g * interval '1 second',
+              CASE WHEN g = 0 THEN now() - interval '1 minute' END, 1
+       FROM generate_series(0, 1200) g RETURNING id`,
+    );
+    try {
+      expect(rows).toHaveLength(1201);
+      const now = await otel.metrics();
+      expect(sumOf(now, METRIC.tasksOverdue, def)).toBe(1);
+      expect(sumOf(now, METRIC.tasksActive, { ...def, [ATTR.taskStatus]: 'running' })).toBe(1201);
+      expect((await rt.fanout.operations()).attention?.overdue).toHaveLength(1);
+    } finally {
+      await rt.db.pool.query('DELETE FROM fanout_task WHERE id = ANY($1::uuid[])', [rows.map((r) => r.id)]);
+    }
   });
 });

@@ -29,6 +29,8 @@ export class Attempt implements ItemContext {
   #log: ItemContext['log'] | null = null;
   #progress: ItemContext['progress'] | null = null;
   #logger: Logger | null = null;
+  /** Lines its handler logged (`ctx.log`), stored ones and others. */
+  #logLines = 0;
 
   constructor(ctx: RuntimeContext, claimed: ClaimedItem, token: string) {
     this.#ctx = ctx;
@@ -91,8 +93,9 @@ export class Attempt implements ItemContext {
       // Stored, streamed and written out: credentials in a line are masked on every path.
       const message = redactText(given);
       const data = raw === undefined ? undefined : (redact(raw) as Record<string, unknown>);
-      ctx.itemLogs.add({ taskId: c.taskId, itemId: c.itemId, attempt: c.attempt, at: new Date(), message, data });
-      ctx.logger.debug(message, { ...itemFields(c), ...data });
+      ctx.itemLogs.add({ taskId: c.taskId, itemId: c.itemId, attempt: c.attempt, at: new Date(), message, data }, ++this.#logLines);
+      // The item's ids last: a handler's data cannot change which item a line is about.
+      ctx.logger.debug(message, { ...data, ...itemFields(c) });
       ctx.events.emit('item.log', data ? { ...this.base, message, data } : { ...this.base, message });
     });
   }

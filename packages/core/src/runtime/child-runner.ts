@@ -8,7 +8,7 @@ import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts
 import type { RuntimeContext } from './context.ts';
 import { Attempt } from './attempt.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
-import { errorFields, itemFields } from './logger.ts';
+import { errorFields, itemFields, redactText } from './logger.ts';
 import { PhaseCount } from './phase-count.ts';
 import { GroupCommit } from './group-commit.ts';
 import { successorTicket, type SchedulingSettings, type TicketData, type TicketJob } from './scheduler.ts';
@@ -308,13 +308,12 @@ export class ChildRunner {
       if (ran) await this.#record(attempt, ran, tel);
     } catch (error) {
       failure = error;
-      ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item));
+      tel.inContext(() => ctx.reportError(error, `storing the outcome of item ${item.itemId}`, itemFields(item)));
     } finally {
       tel.end(failure);
       // A claim whose outcomes could not all be stored is not ended: its lease lapses, and the
       // maintenance loop gives what it still holds again.
       this.#leases.untrack(item.itemId, attempt.token, failure === undefined);
-      ctx.itemLogs.attemptDone(item.itemId, item.attempt);
       this.#recording.down();
     }
   }
@@ -361,6 +360,7 @@ export class ChildRunner {
       } else if (why === 'claim_lost') {
         // Another worker owns the item now.
         outcome = null;
+        tel.inContext(() => ctx.logger.warn('lost the claim of an item: its lease lapsed while it ran, and another worker may run it', itemFields(item)));
       } else if (why === 'shutdown') {
         // Not a failure: the item goes back at once, and the attempt it was on does not count (a
         // rolling deploy must not use up items' attempts). If the store cannot be reached, the
@@ -371,7 +371,8 @@ export class ChildRunner {
         const itemError: ItemError =
           why === 'expired'
             ? { code: 'expired', message: `job expired after ${definition.resolved.child.expireInSeconds}s`, attempt: item.attempt }
-            : { code: withoutNul(classified.code), message: withoutNul(classified.message), attempt: item.attempt };
+            : // Stored on the item, shown by the API and the console, streamed: credentials masked.
+              { code: withoutNul(classified.code), message: redactText(classified.message), attempt: item.attempt };
         const transient = why === 'expired' || classified.kind === 'transient';
         const delayMs = transient ? retryDelayMs(definition, item.attempt, classified.retryAfterMs) : 0;
         const tooLate = delayMs > MAX_RETRY_DELAY_MS || (item.deadlineAt !== null && Date.now() + delayMs >= item.deadlineAt.getTime());
@@ -384,7 +385,10 @@ export class ChildRunner {
         }
         const giveUp = !transient || release ? undefined : item.attempt >= item.maxAttempts ? 'out_of_attempts' : delayMs > MAX_RETRY_DELAY_MS ? 'delay_too_long' : 'past_deadline';
         tel.failed(error, { code: itemError.code, kind: transient ? 'transient' : 'permanent', retry: !!release, delayMs, ...(giveUp ? { giveUp } : {}) });
-        ctx.logger.debug('item failed', { ...itemFields(item), code: itemError.code, message: itemError.message, retry: !!release, ...(release ? { delayMs } : {}), ...errorFields(error) });
+        // Written in the item span, so the line carries the item's trace.
+        tel.inContext(() =>
+          ctx.logger.debug('item failed', { ...errorFields(error), ...itemFields(item), code: itemError.code, message: itemError.message, retry: !!release, ...(release ? { delayMs } : {}) }),
+        );
       }
     } finally {
       clearTimeout(expiry);

@@ -12,32 +12,108 @@ export interface Logger {
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 type Level = (typeof LEVELS)[number];
 
-// Fields whose values are credentials whatever they hold, by name (any casing, any nesting).
-const SECRET_KEY = /^(authorization|cookie|set-cookie|password|passwd|secret|.*token|.*tokens|api[-_]?key|.*apikey|.*secret|.*password|connection[-_]?string|database[-_]?url|private[-_]?key)$/i;
-// A password inside a connection URL (`postgres://user:password@host`).
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+):[^\s@/]+@/gi;
-// A bearer token written into a message.
-const BEARER = /\b(Bearer\s+)[^\s,;"']+/gi;
+// Fields whose values are credentials whatever they hold, by name (any casing, any nesting):
+// `authorization` and `proxy-authorization`, passwords, secrets (`clientSecret`, `secretAccessKey`),
+// tokens, API keys (`x-api-key`), credentials, connection strings, private and access keys.
+const SECRET_KEY =
+  /^(.*authorization|cookie|set-cookie|.*password|passwd|pwd|.*passphrase|.*secret|secret.*|.*token|.*tokens|.*api[-_]?key|credentials?|connection[-_]?string|database[-_]?url|.*private[-_]?key|.*access[-_]?key)$/i;
+// A password inside a URL (`postgres://user:password@host`, `redis://:password@host`).
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s@/]+@/gi;
+// A bearer or basic credential written into text (`Authorization: Basic dXNlcjpwYXNz`).
+const SCHEME_CREDENTIAL = /\b((?:Bearer|Basic)\s+)[^\s,;"']+/gi;
+// A credential in a query string (`?api_key=…`, `&access_token=…`).
+const QUERY_CREDENTIAL = /([?&](?:api[-_]?key|apikey|key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|secret|client[-_]?secret|sig|signature)=)[^&\s#"']+/gi;
+// A credential written as `name: value` or `name=value` in text (`password=hunter2`, `"apiKey":"…"`).
+const NAMED_CREDENTIAL = /\b((?:password|passwd|pwd|passphrase|secret|client[-_]?secret|api[-_]?key|apikey|x-api-key|access[-_]?token|auth[-_]?token|refresh[-_]?token)"?\s*[:=]\s*"?)(?!\[redacted\])[^\s,;"'&}]+/gi;
 const REDACTED = '[redacted]';
+/** Plain-data levels walked; what is deeper is replaced (it could hide a credential). */
+const MAX_DEPTH = 8;
 
-/** A string with the credentials it may hold (a URL's password, a bearer token) masked. */
+/**
+ * A string with the credentials it may hold masked: a URL's password, a bearer or basic
+ * credential, a credential in a query string or written as `password=…`. NUL characters, which
+ * PostgreSQL's text cannot hold, are dropped.
+ */
 export function redactText(text: string): string {
-  return text.replace(URL_PASSWORD, `$1:${REDACTED}@`).replace(BEARER, `$1${REDACTED}`);
+  const masked = text
+    .replace(URL_PASSWORD, `$1:${REDACTED}@`)
+    .replace(SCHEME_CREDENTIAL, `$1${REDACTED}`)
+    .replace(QUERY_CREDENTIAL, `$1${REDACTED}`)
+    .replace(NAMED_CREDENTIAL, `$1${REDACTED}`);
+  return masked.includes('\u0000') ? masked.replaceAll('\u0000', '') : masked;
 }
 
 /**
- * A log line's data with credentials masked: fields named like secrets (`authorization`,
- * `password`, `apiKey`, `*token`, `databaseUrl`…) lose their value, and passwords in URLs and bearer
- * tokens in text are masked wherever they appear. Walks plain objects and arrays a few levels deep.
+ * A log line's data with credentials masked, as plain JSON data: fields named like secrets
+ * (`authorization`, `password`, `apiKey`, `*token`, `databaseUrl`…) lose their value, and
+ * credentials in text ({@link redactText}) are masked wherever they appear. An `Error` becomes its
+ * name, message, code and stack (masked too); a value with `toJSON` (a `Date`, a `Buffer`) its JSON;
+ * a `bigint` its digits; a circular reference `[circular]`; what is nested deeper than eight
+ * levels `[too deep]`. So a line can always be written, stored and streamed.
  */
-export function redact(value: unknown, depth = 0): unknown {
+export function redact(value: unknown): unknown {
+  return redactValue(value, 0, new WeakSet());
+}
+
+function redactValue(value: unknown, depth: number, seen: WeakSet<object>): unknown {
   if (typeof value === 'string') return redactText(value);
-  if (value === null || typeof value !== 'object' || depth > 5) return value;
-  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  if (typeof value === 'bigint') return value.toString();
+  if (value === null || typeof value !== 'object') return value;
   if (value instanceof Date) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) out[key] = SECRET_KEY.test(key) && v !== undefined && v !== null && typeof v !== 'boolean' && typeof v !== 'number' ? REDACTED : redact(v, depth + 1);
-  return out;
+  if (seen.has(value)) return '[circular]';
+  if (depth >= MAX_DEPTH) return '[too deep]';
+  seen.add(value);
+  try {
+    if (value instanceof Error) return redactValue(errorObject(value), depth, seen);
+    const json = (value as { toJSON?: unknown }).toJSON;
+    if (typeof json === 'function') return redactValue(json.call(value), depth + 1, seen);
+    if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1, seen));
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      out[key] = SECRET_KEY.test(key) && v !== undefined && v !== null && typeof v !== 'boolean' && typeof v !== 'number' ? REDACTED : redactValue(v, depth + 1, seen);
+    }
+    return out;
+  } finally {
+    // A value seen twice side by side (not inside itself) is written twice, as JSON would.
+    seen.delete(value);
+  }
+}
+
+/** What a log line keeps of an Error. */
+function errorObject(error: Error): Record<string, unknown> {
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    message: error.message,
+    ...(code !== undefined && code !== null ? { code } : {}),
+    ...(error.cause !== undefined ? { cause: error.cause instanceof Error ? error.cause.message : error.cause } : {}),
+    ...(error.stack ? { stack: error.stack } : {}),
+  };
+}
+
+/** Loggers that mask what they write themselves, so {@link maskedLogger} leaves them as they are. */
+const MASKS = Symbol('fanout.logger.masks');
+
+/**
+ * `logger` with credentials masked before any line reaches it ({@link redactText} on the message,
+ * {@link redact} on the data and on a child's bindings): the runtime wraps whatever logger it is
+ * given, so a plugged-in logger never writes a password or token the runtime or a handler put in
+ * a line. Loggers made by {@link consoleLogger} and {@link pinoLogger} mask already and are
+ * returned as they are.
+ */
+export function maskedLogger(logger: Logger): Logger {
+  if ((logger as { [MASKS]?: true })[MASKS]) return logger;
+  const write = (at: Level) => (message: string, data?: Record<string, unknown>) =>
+    logger[at](redactText(message), data === undefined ? undefined : (redact(data) as Record<string, unknown>));
+  const masked: Logger & { [MASKS]: true } = {
+    [MASKS]: true,
+    debug: write('debug'),
+    info: write('info'),
+    warn: write('warn'),
+    error: write('error'),
+    child: (bindings) => maskedLogger(childLogger(logger, redact(bindings) as Record<string, unknown>)),
+  };
+  return masked;
 }
 
 export interface ConsoleLoggerOptions {
@@ -60,13 +136,15 @@ export function consoleLogger(level: Level = 'warn', bindings: Record<string, un
     const line = redact({ level: at, time: new Date().toISOString(), msg: message, ...bindings, ...correlation, ...data });
     out(`${JSON.stringify(line)}\n`);
   };
-  return {
+  const logger: Logger & { [MASKS]: true } = {
+    [MASKS]: true,
     debug: write('debug'),
     info: write('info'),
     warn: write('warn'),
     error: write('error'),
     child: (more) => consoleLogger(level, { ...bindings, ...more }, options),
   };
+  return logger;
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silentLogger };
@@ -91,17 +169,28 @@ export interface PinoLike {
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
   child(bindings: Record<string, unknown>): PinoLike;
+  /** pino's own: a line below the logger's level is not masked at all. */
+  isLevelEnabled?(level: string): boolean;
 }
 
-/** A pino logger as a Fanout `Logger` (pino's own `redact` option masks what you configure it to). */
+/**
+ * A pino logger as a Fanout `Logger`. Credentials in a line are masked as {@link consoleLogger}
+ * masks them (pino's own `redact` option can mask more paths on top).
+ */
 export function pinoLogger(pino: PinoLike): Logger {
-  return {
-    debug: (m, d) => pino.debug(d ?? {}, m),
-    info: (m, d) => pino.info(d ?? {}, m),
-    warn: (m, d) => pino.warn(d ?? {}, m),
-    error: (m, d) => pino.error(d ?? {}, m),
-    child: (bindings) => pinoLogger(pino.child(bindings)),
+  const write = (at: Level) => (message: string, data?: Record<string, unknown>) => {
+    if (pino.isLevelEnabled && !pino.isLevelEnabled(at)) return;
+    pino[at](data === undefined ? {} : (redact(data) as Record<string, unknown>), redactText(message));
   };
+  const logger: Logger & { [MASKS]: true } = {
+    [MASKS]: true,
+    debug: write('debug'),
+    info: write('info'),
+    warn: write('warn'),
+    error: write('error'),
+    child: (bindings) => pinoLogger(pino.child(redact(bindings) as Record<string, unknown>)),
+  };
+  return logger;
 }
 
 /** The ids a runtime line about a task carries. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { FanoutError } from '../errors/errors.ts';
 import type { TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
-import { childLogger, errorFields, taskFields } from './logger.ts';
+import { childLogger, errorFields, itemFields, taskFields } from './logger.ts';
 
 export interface MaintenanceSettings {
   /** How often each process runs a maintenance pass. @default 5000 */
@@ -97,6 +97,13 @@ async function recoverLapsed(ctx: RuntimeContext): Promise<void> {
     ctx.stats.recoveries.lapsedFailed += recovered.failed.settled.length;
     if (recovered.requeued > 0 || recovered.failed.settled.length > 0) {
       ctx.logger.info('recovered lapsed items', { requeued: recovered.requeued, failed: recovered.failed.settled.length });
+    }
+    // A line per item, naming it: which items a dead worker held, and what became of them.
+    for (const item of recovered.items ?? []) {
+      ctx.logger.info(item.outcome === 'requeued' ? 'a lapsed item goes back to pending' : `a lapsed item ${item.outcome === 'failed' ? 'failed on its last attempt' : 'was cancelled (its task is stopping)'}`, {
+        ...itemFields({ kind: item.kind, taskId: item.taskId, itemId: item.itemId, attempt: item.attempt }),
+        recovery: item.outcome,
+      });
     }
     ctx.afterSettle(recovered.failed);
     if (recovered.requeued + recovered.failed.settled.length < 500) break;

@@ -31,7 +31,7 @@ import { DEFAULT_SCHEDULING, ticketsFor, dueTicket, windowTickets, type Scheduli
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
-import { consoleLogger, errorFields, taskFields, type Logger } from './logger.ts';
+import { consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
 import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
@@ -225,7 +225,8 @@ export class Fanout implements AsyncDisposable {
 
   constructor(options: FanoutRuntimeOptions) {
     this.store = options.store;
-    this.logger = options.logger ?? consoleLogger('warn');
+    // Masked whatever logger it is: no line the runtime or a handler writes carries a credential.
+    this.logger = maskedLogger(options.logger ?? consoleLogger('warn'));
     for (const definition of options.definitions) {
       if (this.#definitions.has(definition.name)) {
         throw new FanoutError('invalid_argument', `definitions: "${definition.name}" is registered twice`, { field: 'definitions' });
@@ -606,13 +607,16 @@ export class Fanout implements AsyncDisposable {
     if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {
       throw new FanoutError('conflict', `task ${taskId}: it finished too long ago to be retried (its items are about to be deleted by retention); submit it again`, { field: 'taskId' });
     }
-    const result = await this.#withEnqueuer((enqueue) =>
-      this.store.retryFailed(taskId, enqueue, {
-        ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
-        ...(options.itemIds ? { itemIds: options.itemIds } : {}),
-        ...(options.retryableOnly ? { retryableOnly: true } : {}),
-      }),
-    );
+    const retry = (trace: Record<string, string> | null) =>
+      this.#withEnqueuer((enqueue) =>
+        this.store.retryFailed(taskId, enqueue, {
+          ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
+          ...(options.itemIds ? { itemIds: options.itemIds } : {}),
+          ...(options.retryableOnly ? { retryableOnly: true } : {}),
+          ...(trace ? { trace } : {}),
+        }),
+      );
+    const result = finished ? await this.telemetry.retryFailed(finished.kind, taskId, retry) : await retry(null);
     this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;
   }
@@ -877,7 +881,7 @@ export class Fanout implements AsyncDisposable {
             this.events.emit('task.progress', { ...taskCountsOf(stopped.task), at: Date.now() });
             this.#announceTask(stopped.task);
           })
-          .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`));
+          .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`, taskFields(task)));
       }
     }
   }
@@ -889,7 +893,7 @@ export class Fanout implements AsyncDisposable {
     void this.#announceEnding(task);
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
-      this.#endings.fanIn(task.id, task.kind).catch((error) => this.#reportError(error, `fan-in of task ${task.id}`));
+      this.#endings.fanIn(task.id, task.kind).catch((error) => this.#reportError(error, `fan-in of task ${task.id}`, taskFields(task)));
     }
   }
 
@@ -905,7 +909,7 @@ export class Fanout implements AsyncDisposable {
       await this.events.deliverEnding(type, { ...taskCountsOf(task), at: Date.now() });
       await this.#endings.markAnnounced(task.id, task.round);
     } catch (error) {
-      this.#reportError(error, `announcing the ending of task ${task.id} (it will be announced again)`);
+      this.#reportError(error, `announcing the ending of task ${task.id} (it will be announced again)`, taskFields(task));
     }
   }
 
@@ -940,7 +944,7 @@ export class Fanout implements AsyncDisposable {
   }
 
   #reportError(error: unknown, context: string, fields: Record<string, unknown> = {}): void {
-    this.logger.error(`${context} failed`, { ...fields, ...errorFields(error) });
+    this.logger.error(`${context} failed`, { ...errorFields(error), ...fields });
     this.events.emit('error', { error, context });
   }
 }

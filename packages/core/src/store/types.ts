@@ -308,6 +308,11 @@ export interface RecoverResult {
   requeued: number;
   /** Items whose lease lapsed on their final attempt, counted as failed. */
   failed: SettleResult;
+  /**
+   * Each item recovered, for the log lines that name it: put back (`requeued`), failed on its last
+   * attempt, or cancelled (its task was stopping). Optional: a store may leave it out.
+   */
+  items?: { kind: string; taskId: string; itemId: string; attempt: number; outcome: 'requeued' | 'failed' | 'cancelled' }[];
 }
 
 export interface ReconcileResult {
@@ -396,6 +401,8 @@ export interface RetryFailedOptions {
   itemIds?: readonly string[];
   /** Only failures marked retryable. */
   retryableOnly?: boolean;
+  /** The trace context the new round's items continue (the retry's); unset keeps the task's. */
+  trace?: Record<string, string> | null;
 }
 
 /** A process running a runtime, as it reports itself. */

@@ -9,9 +9,13 @@ const MAX_CARRIER_CHARS = 384;
 
 /** The active trace context as a carrier, or null when there is none to propagate (no SDK). */
 export function injectCarrier(propagator: TextMapPropagator | undefined, ctx: Context = context.active()): TraceCarrier | null {
-  if (!trace.getSpanContext(ctx)) return null;
+  const spanContext = trace.getSpanContext(ctx);
+  if (!spanContext) return null;
   const carrier: TraceCarrier = {};
   (propagator ?? propagation).inject(ctx, carrier, defaultTextMapSetter);
+  // With no propagator registered (an app that gave only a tracer provider) the trace still
+  // travels: the W3C `traceparent` is written here.
+  if (carrier.traceparent === undefined && trace.isSpanContextValid(spanContext)) carrier.traceparent = traceparentOf(spanContext);
   const keys = Object.keys(carrier);
   if (keys.length === 0) return null;
   if (JSON.stringify(carrier).length > MAX_CARRIER_CHARS) {
@@ -37,7 +41,25 @@ export function extractCarrier(propagator: TextMapPropagator | undefined, carrie
 function extract(propagator: TextMapPropagator | undefined, carrier: TraceCarrier): Context | null {
   const ctx = (propagator ?? propagation).extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
   const spanContext = trace.getSpanContext(ctx);
-  return spanContext && trace.isSpanContextValid(spanContext) ? ctx : null;
+  if (spanContext && trace.isSpanContextValid(spanContext)) return ctx;
+  // The propagator read nothing (none registered): the `traceparent` is read here.
+  const parsed = typeof carrier.traceparent === 'string' ? parseTraceparent(carrier.traceparent) : null;
+  return parsed ? trace.setSpanContext(ROOT_CONTEXT, parsed) : null;
+}
+
+/** A span context as a W3C `traceparent` (version 00). */
+function traceparentOf(spanContext: SpanContext): string {
+  return `00-${spanContext.traceId}-${spanContext.spanId}-${(spanContext.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-.*)?$/;
+
+/** The remote span context a W3C `traceparent` holds, or null when it is not a valid one. */
+function parseTraceparent(value: string): SpanContext | null {
+  const match = TRACEPARENT.exec(value.trim());
+  if (!match || match[1] === 'ff' || (match[1] === '00' && value.trim().length !== 55)) return null;
+  const spanContext: SpanContext = { traceId: match[2]!, spanId: match[3]!, traceFlags: parseInt(match[4]!, 16), isRemote: true };
+  return trace.isSpanContextValid(spanContext) ? spanContext : null;
 }
 
 /** The span context of the span active in `ctx`, when it is a valid one. */

@@ -3,6 +3,9 @@ import type { RuntimeStats } from '../operations/runtime-stats.ts';
 import { LabeledCounts } from './counts.ts';
 import { ATTR, DURATION_BUCKETS_S, INSTRUMENTATION_SCOPE, METRIC } from './names.ts';
 
+/** How long a collection waits for the database's task gauges before it goes without them. */
+const GAUGE_READ_TIMEOUT_MS = 5_000;
+
 /** Distinct error codes counted per definition; more become `_OTHER`, as the conventions do. */
 const MAX_ERROR_TYPES = 50;
 
@@ -14,8 +17,8 @@ interface Instruments {
   itemDuration: Histogram;
   queueWait: Histogram;
   limitWait: Histogram;
-  observables: Observable[];
-  callback: BatchObservableCallback;
+  /** The batch callbacks and what each observes (removed when the provider changes). */
+  callbacks: Array<[BatchObservableCallback, Observable[]]>;
 }
 
 /** The attributes every task and item metric has. */
@@ -56,7 +59,7 @@ export class FanoutMetrics {
   instruments(): Instruments {
     const provider = this.#explicit ?? metrics.getMeterProvider();
     if (this.#instruments?.provider === provider) return this.#instruments;
-    if (this.#instruments) this.#instruments.meter.removeBatchObservableCallback(this.#instruments.callback, this.#instruments.observables);
+    for (const [callback, observables] of this.#instruments?.callbacks ?? []) this.#instruments!.meter.removeBatchObservableCallback(callback, observables);
     const meter = provider.getMeter(INSTRUMENTATION_SCOPE);
     const seconds = (name: string, description: string) =>
       meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_S] } });
@@ -77,7 +80,7 @@ export class FanoutMetrics {
       tasksOverdue: gauge(METRIC.tasksOverdue, 'Running tasks past their deadline (from the database).', '{task}'),
       tasksStalled: gauge(METRIC.tasksStalled, 'Running tasks whose settled count has not moved for the stall threshold.', '{task}'),
     };
-    const callback: BatchObservableCallback = async (result) => {
+    const callback: BatchObservableCallback = (result) => {
       const each = (instrument: Observable, counts: LabeledCounts) => {
         for (const entry of counts.entries()) result.observe(instrument, entry.value, entry.attributes);
       };
@@ -98,16 +101,26 @@ export class FanoutMetrics {
         result.observe(o.waiting, s.waiting, attributes);
         if (s.kind === 'global') result.observe(o.slotsInUse, this.slotsHeld.get(name) ?? 0, attributes);
       }
-      const byName: Record<string, Observable> = { [METRIC.tasksActive]: o.tasksActive, [METRIC.tasksOverdue]: o.tasksOverdue, [METRIC.tasksStalled]: o.tasksStalled };
+    };
+    // The task gauges read the database, in a callback of their own: when a read fails or hangs,
+    // the SDK drops that callback's observations only, and every in-memory count above is still
+    // collected (a scrape during a database outage must still show the failures rising).
+    const database = [o.tasksActive, o.tasksOverdue, o.tasksStalled];
+    const byName: Record<string, Observable> = { [METRIC.tasksActive]: o.tasksActive, [METRIC.tasksOverdue]: o.tasksOverdue, [METRIC.tasksStalled]: o.tasksStalled };
+    const fromDatabase: BatchObservableCallback = async (result) => {
       for (const gauge of this.#gauges) {
-        await gauge((instrument, value, attributes) => {
-          const target = byName[instrument];
-          if (target) result.observe(target, value, attributes);
-        });
+        await withTimeout(
+          gauge((instrument, value, attributes) => {
+            const target = byName[instrument];
+            if (target) result.observe(target, value, attributes);
+          }),
+          GAUGE_READ_TIMEOUT_MS,
+        );
       }
     };
-    const observables = Object.values(o);
-    meter.addBatchObservableCallback(callback, observables);
+    const inMemory = Object.values(o).filter((instrument) => !database.includes(instrument));
+    meter.addBatchObservableCallback(callback, inMemory);
+    meter.addBatchObservableCallback(fromDatabase, database);
     this.#instruments = {
       provider,
       meter,
@@ -115,8 +128,10 @@ export class FanoutMetrics {
       itemDuration: seconds(METRIC.itemDuration, "How long an item's handler ran, by outcome."),
       queueWait: seconds(METRIC.itemQueueWait, 'How long an item waited between being due (enqueued, or its retry delay over) and its claim.'),
       limitWait: seconds(METRIC.limitWaitDuration, 'How long a call waited for a global or rate limit slot.'),
-      observables,
-      callback,
+      callbacks: [
+        [callback, inMemory],
+        [fromDatabase, database],
+      ],
     };
     return this.#instruments;
   }
@@ -201,5 +216,15 @@ export class FanoutMetrics {
 
   slotTaken(name: string, delta: 1 | -1): void {
     this.slotsHeld.set(name, (this.slotsHeld.get(name) ?? 0) + delta);
+  }
+}
+
+/** `work`, or a rejection once `ms` passed (the work itself goes on). */
+async function withTimeout(work: Promise<void> | void, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the task gauges were not read within ${ms} ms`)), ms).unref()))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

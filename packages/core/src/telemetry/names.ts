@@ -21,6 +21,8 @@ export const SPAN = {
   limitWait: 'fanout.limit.wait',
   /** A transient failure handed back for a later attempt (until the release is stored). */
   retry: 'fanout.retry',
+  /** A finished task's failed items given a new round (the round's items continue its trace). */
+  retryFailed: 'fanout.retry_failed',
   /** The group-commit statement that stored a batch of outcomes (linked with their item spans). */
   settle: 'fanout.settle',
   /** The fan-in hook of a finished task. */
@@ -55,6 +57,8 @@ export const ATTR = {
   pageNumber: 'fanout.page.number',
   pageItems: 'fanout.page.items',
   inserted: 'fanout.page.inserted',
+  /** Items a retry of failed items gave a new round. */
+  retried: 'fanout.task.retried',
   /** Whether the statement took the outcome (false: the claim was lost meanwhile). */
   recorded: 'fanout.settle.recorded',
   /** How long the attempt's handler (`runItem`) ran, on its item span (the handler runs inside that span). */

@@ -1,5 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
-import type { FanoutStore } from '../store/types.ts';
+import type { FanoutStore, TaskRecord } from '../store/types.ts';
 import { ATTR, METRIC } from './names.ts';
 
 /** Tasks an operator should look at, as the task gauges saw them. */
@@ -11,8 +11,8 @@ export interface TaskAttention {
   stalled: { id: string; kind: string; tenant: string | null; settled: number; total: number; quietMs: number }[];
 }
 
-/** Running tasks looked at per definition and collection; more are counted but not watched. */
-const WATCHED = 500;
+/** Running tasks read per page; every running task is read, page by page. */
+const PAGE = 500;
 
 /**
  * Task-level gauges read from the database when a metric reader collects: unfinished tasks by
@@ -42,17 +42,14 @@ export class TaskGauges {
     const seen = new Set<string>();
     for (const kind of this.#kinds) {
       const definition = { [ATTR.definition]: kind };
-      const [summary, running] = await Promise.all([
-        this.#store.taskSummary({ kind }),
-        this.#store.listTasks({ kind, statuses: ['running', 'stopping'], limit: WATCHED }),
-      ]);
+      const [summary, running] = await Promise.all([this.#store.taskSummary({ kind }), this.#running(kind)]);
       for (const status of ['queued', 'running', 'stopping'] as const) {
         observe(METRIC.tasksActive, summary.byStatus[status], { ...definition, [ATTR.taskStatus]: status });
         attention.active[status] += summary.byStatus[status];
       }
       let overdue = 0;
       let stalled = 0;
-      for (const task of running.rows) {
+      for (const task of running) {
         seen.add(task.id);
         if (task.status === 'running' && task.deadlineAt && task.deadlineAt.getTime() < now) {
           overdue++;
@@ -71,5 +68,17 @@ export class TaskGauges {
     }
     for (const id of this.#progress.keys()) if (!seen.has(id)) this.#progress.delete(id);
     return attention;
+  }
+
+  /** Every running or stopping task of a definition (the oldest, likeliest overdue or stalled, included). */
+  async #running(kind: string): Promise<TaskRecord[]> {
+    const tasks: TaskRecord[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await this.#store.listTasks({ kind, statuses: ['running', 'stopping'], limit: PAGE, cursor });
+      tasks.push(...page.rows);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tasks;
   }
 }

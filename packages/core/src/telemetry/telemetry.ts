@@ -92,6 +92,19 @@ export class FanoutTelemetry {
     });
   }
 
+  /**
+   * A retry of a finished task's failed items, in a `fanout.retry_failed` span: `fn` is given the
+   * span's context to store on the task, so the new round's items continue the retry's trace (a
+   * retry days after the submit is a trace of its own, not part of the submit's).
+   */
+  retryFailed<T extends { retried: number }>(definition: string, taskId: string, fn: (trace: Record<string, string> | null) => Promise<T>): Promise<T> {
+    return inSpan(this.tracer, SPAN.retryFailed, { attributes: { [ATTR.definition]: definition, [ATTR.taskId]: taskId } }, context.active(), async (span) => {
+      const result = await fn(this.jobFields().trace ?? null);
+      span.setAttribute(ATTR.retried, result.retried);
+      return result;
+    });
+  }
+
   /** The trace context to store on a job enqueued now, if there is one. */
   jobFields(): JobTraceFields {
     const carrier = injectCarrier(this.#propagator);

@@ -13,6 +13,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { ClaimedItem } from '../store/types.ts';
+import { redactText } from '../runtime/logger.ts';
 import { activeSpanContext, extractCarrier, type TraceCarrier } from './carrier.ts';
 import type { FanoutMetrics } from './metrics.ts';
 import { ATTR, SPAN } from './names.ts';
@@ -40,13 +41,21 @@ export interface ClaimTiming {
   last?: { carried: Context | null; parent: Context; links: Link[] };
 }
 
+/** An error on a span, its message and stack with credentials masked ({@link redactText}): spans leave the process too. */
 export function recordError(span: Span, error: unknown): void {
   if (!span.isRecording()) return;
   if (error instanceof Error) {
-    span.recordException(error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+    const message = redactText(error.message);
+    const code = (error as { code?: unknown }).code;
+    span.recordException({
+      name: error.name,
+      message,
+      ...(error.stack ? { stack: redactText(error.stack) } : {}),
+      ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+    });
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
   } else {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: redactText(String(error)) });
   }
 }
 
@@ -173,6 +182,11 @@ export class ItemTelemetry {
       this.#metrics.handlerEnded(this.#item.kind);
       if (this.#recording) this.#span!.setAttribute(ATTR.handlerMs, Math.round(performance.now() - started));
     }
+  }
+
+  /** Runs `fn` with the item span active (a log line about the attempt then carries its trace). */
+  inContext<T>(fn: () => T): T {
+    return this.#span ? context.with(this.#ctx, fn) : fn();
   }
 
   /** The classifier's decision on a failed attempt. */

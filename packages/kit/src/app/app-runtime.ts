@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
-import type { MeterProvider } from '@opentelemetry/api';
+import type { MeterProvider, TextMapPropagator, TracerProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
 import { liveCounts } from '@fanout/sse-pg';
 import type { Env, EnvShape } from '../config/env.ts';
@@ -27,7 +27,7 @@ export interface AppRuntime<P extends AppPrismaClient = AppPrismaClient, E exten
  */
 export async function openApp<P extends AppPrismaClient, E extends EnvShape, S extends AppServices>(
   app: AppSpec<P, E, S>,
-  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider },
+  options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider; tracerProvider?: TracerProvider; propagator?: TextMapPropagator },
 ): Promise<AppRuntime<P, E, S>> {
   const { env, role } = options;
   const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
@@ -66,7 +66,12 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
       ...(env.FANOUT_TENANT_MAX_IN_FLIGHT ? { maxInFlightPerTenant: env.FANOUT_TENANT_MAX_IN_FLIGHT } : {}),
       ...(env.FANOUT_TENANT_MAX_RUNNING_TASKS ? { maxRunningTasksPerTenant: env.FANOUT_TENANT_MAX_RUNNING_TASKS } : {}),
     },
-    telemetry: { stalledAfterMs: env.FANOUT_STALL_MS, ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}) },
+    telemetry: {
+      stalledAfterMs: env.FANOUT_STALL_MS,
+      ...(options.meterProvider ? { meterProvider: options.meterProvider } : {}),
+      ...(options.tracerProvider ? { tracerProvider: options.tracerProvider } : {}),
+      ...(options.propagator ? { propagator: options.propagator } : {}),
+    },
   });
   // Live streams and broadcasts of this process, in its presence reports (the console adds them up).
   fanout.stats.reporters.push(() => ({ live: { clients: { ...liveCounts.clients }, notifyFailures: liveCounts.notifyFailures } }));

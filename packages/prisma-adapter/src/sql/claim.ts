@@ -175,14 +175,14 @@ export async function claimNext(db: PrismaQueryable, query: ClaimNextQuery, limi
     -- items of one task sends and parses the task's columns once, not 100 times), then one row
     -- with the task whose turn it was first.
     SELECT c.id, c.task_id, c.key, c.snapshot, c.attempts, c.round, c.seq, p.turn,
-           -- A retried item became due when its delay ended (ms since epoch; null: due since its task started).
+           -- A retried item became due when its delay ended (ms since epoch; null: due since its round started).
            (extract(epoch FROM p.due_at) * 1000)::float8 AS due_ms,
            NULL::text AS kind, NULL::text AS tenant, NULL::int AS max_attempts, NULL::timestamptz AS deadline_at,
            NULL::jsonb AS trace, NULL::float8 AS started_ms, NULL::uuid AS first_task
     FROM claimed c JOIN picked p ON p.item_id = c.id
     UNION ALL
     SELECT NULL, t.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.kind, t.tenant, t.max_attempts, t.deadline_at, t.trace,
-           (extract(epoch FROM t.started_at) * 1000)::float8, NULL
+           (extract(epoch FROM coalesce(t.round_started_at, t.started_at)) * 1000)::float8, NULL
     FROM fanout_task t WHERE t.id IN (SELECT task_id FROM claimed)
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT id FROM turns ORDER BY turn LIMIT 1)`;

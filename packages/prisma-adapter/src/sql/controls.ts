@@ -119,7 +119,8 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
     UPDATE fanout_task SET failed = failed - ${failedBack}::int, cancelled = cancelled - ${cancelledBack}::int,
       status = 'running', stop_reason = NULL, error = NULL,
       completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz,
-      round_started_at = now(), round_settled_at_start = succeeded + failed + cancelled - ${items.length}::int, updated_at = now()
+      round_started_at = now(), round_settled_at_start = succeeded + failed + cancelled - ${items.length}::int, updated_at = now(),
+      trace = COALESCE(${options.trace ? JSON.stringify(options.trace) : null}::jsonb, trace)
     WHERE id = ${taskId}::uuid
     RETURNING *`;
   await enqueue(executor(tx), [{ taskId, kind: task.kind, tenant: task.tenant }]);

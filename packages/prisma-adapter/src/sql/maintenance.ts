@@ -80,7 +80,8 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
           WHERE id = ANY(${requeue.map((r) => r.id)}::uuid[])
           RETURNING id, task_id, seq
         )
-        INSERT INTO fanout_ready (task_id, seq, item_id) SELECT task_id, seq, id FROM back ON CONFLICT DO NOTHING
+        -- Due from now: the queue-wait histogram measures from here, not from the round's start.
+        INSERT INTO fanout_ready (task_id, seq, item_id, due_at) SELECT task_id, seq, id, clock_timestamp() FROM back ON CONFLICT DO NOTHING
         RETURNING item_id`;
       const tasks = new Map(requeue.map((r) => [r.task_id, { taskId: r.task_id, kind: r.kind, tenant: r.tenant }]));
       await enqueue(executor(tx), [...tasks.values()]);
@@ -89,7 +90,12 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
     if (settle.length > 0) failed = await settleAndIncrement(tx, settle);
   }
   await tx.$queryRaw`DELETE FROM fanout_claim WHERE ctid = ANY(${rids}::tid[]) RETURNING 1 AS gone`;
-  return { requeued, failed };
+  const stored = new Set(failed.settled);
+  const items = lapsed.flatMap((r) => {
+    const outcome = r.task_status === 'running' && r.attempts < r.max_attempts ? 'requeued' : r.task_status === 'running' ? 'failed' : 'cancelled';
+    return outcome === 'requeued' || stored.has(r.id) ? [{ kind: r.kind, taskId: r.task_id, itemId: r.id, attempt: r.attempts, outcome } as const] : [];
+  });
+  return { requeued, failed, items };
 }
 
 /** Whether any claim has lapsed (read through the same index as `recoverLapsedItems`, without locking). */

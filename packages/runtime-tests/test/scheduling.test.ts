@@ -81,6 +81,27 @@ describe('scheduling', () => {
     expect(await finished(t, low.id, 120_000)).toMatchObject({ status: 'completed', succeeded: 3000 });
   }, 150_000);
 
+  it('a capped tenant\'s next task starts when one ends, without waiting for the maintenance loop', async () => {
+    await using t = await testApp();
+    // The loop's check of quiet tasks, which would also start a waiting task, is out of reach here.
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_MAX_RUNNING_TASKS: 1, FANOUT_RECONCILE_IDLE_MS: 600_000 });
+    const tasks = [];
+    for (let i = 0; i < 3; i++) tasks.push(await t.app.fanout.submit('test_batch', { count: 40, item: { sleepMs: 20 } }, { tenant: 'q' }));
+    for (const task of tasks) expect(await finished(t, task.id, 30_000)).toMatchObject({ status: 'completed', succeeded: 40 });
+    // One at a time: each started once the one before had ended.
+    const rows = await t.app.prisma.$queryRaw<{ first: Date; completed: Date }[]>`
+      SELECT min(i.started_at) AS first, t.completed_at AS completed FROM fanout_task t JOIN fanout_item i ON i.task_id = t.id
+      WHERE t.tenant = 'q' GROUP BY t.id, t.completed_at ORDER BY min(i.started_at)`;
+    for (let i = 1; i < rows.length; i++) expect(rows[i]!.first.getTime()).toBeGreaterThanOrEqual(rows[i - 1]!.completed.getTime());
+  }, 60_000);
+
+  it('a tenant named like an object property (constructor, toString, __proto__) is served like any other', async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_WEIGHTS: JSON.stringify({ other: 2 }) });
+    const tasks = await Promise.all(['constructor', 'toString', '__proto__', 'hasOwnProperty'].map((tenant) => t.app.fanout.submit('test_batch', { count: 5 }, { tenant })));
+    for (const task of tasks) expect(await finished(t, task.id, 30_000)).toMatchObject({ status: 'completed', succeeded: 5 });
+  }, 60_000);
+
   it('per-tenant quotas: items in flight across processes, and running tasks served at once', async () => {
     await using t = await testApp();
     await t.spawnWorkers(2, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_MAX_IN_FLIGHT: 3, FANOUT_TENANT_MAX_RUNNING_TASKS: 1 });

@@ -70,7 +70,10 @@ function redactValue(value: unknown, depth: number, seen: WeakSet<object>): unkn
     if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1, seen));
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
-      out[key] = SECRET_KEY.test(key) && v !== undefined && v !== null && typeof v !== 'boolean' && typeof v !== 'number' ? REDACTED : redactValue(v, depth + 1, seen);
+      const masked = SECRET_KEY.test(key) && v !== undefined && v !== null && typeof v !== 'boolean' && typeof v !== 'number' ? REDACTED : redactValue(v, depth + 1, seen);
+      // A field named `__proto__` (JSON.parse makes one) stays a field.
+      if (key === '__proto__') Object.defineProperty(out, key, { value: masked, enumerable: true, writable: true, configurable: true });
+      else out[key] = masked;
     }
     return out;
   } finally {

@@ -891,6 +891,11 @@ export class Fanout implements AsyncDisposable {
     if (!task.finished) return;
     this.telemetry.taskFinished(task);
     void this.#announceEnding(task);
+    // With a cap on a tenant's running tasks, its next waiting task may run now: its jobs' chains
+    // ended when they found nothing to claim, so the tenant's window is topped up for it.
+    if (this.#scheduling.maxRunningTasksPerTenant !== null && this.#definitions.has(task.kind) && this.#state === 'started') {
+      void this.#topUp(task.kind, windowTickets(this.#scheduling, task.tenant));
+    }
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
       this.#endings.fanIn(task.id, task.kind).catch((error) => this.#reportError(error, `fan-in of task ${task.id}`, taskFields(task)));

@@ -73,7 +73,8 @@ const WINDOW_PRIORITY = 1;
 
 /** The window of a tenant: `window` times its weight, at least 1. */
 export function windowOf(settings: SchedulingSettings, tenant: string | null): number {
-  const weight = tenant === null ? 1 : (settings.tenantWeights[tenant] ?? 1);
+  // Own properties only: a tenant named `constructor` or `toString` has no weight of its own.
+  const weight = tenant !== null && Object.hasOwn(settings.tenantWeights, tenant) ? settings.tenantWeights[tenant]! : 1;
   return Math.max(1, Math.round(settings.window * weight));
 }
 

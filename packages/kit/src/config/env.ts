@@ -26,7 +26,7 @@ const postgresUrl = z.string().regex(/^postgres(ql)?:\/\/\S+$/, { error: 'must b
 
 const WEIGHTS_RULE = 'must be tenant=weight pairs separated by commas, each weight a number above 0 and at most 100';
 const tenantWeights = z.string().transform((spec, ctx): Record<string, number> => {
-  const weights: Record<string, number> = {};
+  const weights: Array<[string, number]> = [];
   for (const entry of spec.split(',').map((e) => e.trim()).filter(Boolean)) {
     const at = entry.lastIndexOf('=');
     const tenant = entry.slice(0, at).trim();
@@ -35,9 +35,10 @@ const tenantWeights = z.string().transform((spec, ctx): Record<string, number> =
       ctx.addIssue({ code: 'custom', message: `${WEIGHTS_RULE} (${JSON.stringify(entry.slice(0, 40))})` });
       return z.NEVER;
     }
-    weights[tenant] = weight;
+    weights.push([tenant, weight]);
   }
-  return weights;
+  // Own properties whatever the tenant's name (`__proto__` included).
+  return Object.fromEntries(weights);
 });
 
 const tokens = z.string().transform((spec, ctx): TokenTable => {

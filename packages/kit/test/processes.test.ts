@@ -46,6 +46,14 @@ describe('process runners', () => {
     // One document lists every served route: the app's own and its exports included.
     const doc = (await (await t.call('GET', '/openapi.json', { token: null })).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/echo/ping', '/api/echo/tasks/{id}/results.csv', '/api/echo/tasks/{id}/results.json', '/healthz', '/readyz']));
+    // Once retention deleted the task's items (its row marked as the first batch marks it), its
+    // results are gone too: 410, not an empty export.
+    await t.rt.db.pool.query('UPDATE fanout_task SET purged_at = now() WHERE id = $1', [id]);
+    for (const path of ['results.csv', 'results.json']) {
+      const gone = await t.call('GET', `/tasks/${id}/${path}`);
+      expect(gone.status, path).toBe(410);
+      expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('purged');
+    }
   });
 
   it('a worker stopped with SIGTERM lets its running items finish and settle before it exits', async () => {

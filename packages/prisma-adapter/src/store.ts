@@ -392,8 +392,8 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#transaction((tx) => maintenance.reconcileTask(tx, taskId));
   }
 
-  async purgeFinished(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult> {
-    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, fanInKinds));
+  async purgeFinished(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
+    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, kinds));
   }
 
   async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {

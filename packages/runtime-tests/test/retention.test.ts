@@ -35,8 +35,11 @@ describe('retention', () => {
 
       // One batch deletes at most its limit.
       const first = await app.fanout.store.purgeFinished!(DAY, 1000, ['test_batch']);
-      expect(first).toMatchObject({ taskId: old.id, purged: false });
+      expect(first).toMatchObject({ taskId: old.id, purged: false, tasks: [old.id] });
       expect(await itemsOf(old.id)).toBe(1500);
+      // Its details are gone from the first batch: they are not served half deleted meanwhile.
+      expect((await app.fanout.getTask(old.id))!.purgedAt).toBeInstanceOf(Date);
+      await expect(app.fanout.retryFailed(old.id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('deleted by retention') });
 
       await app.fanout.runMaintenance();
       // Every step of the pass was timed into the process's stats (its presence report).
@@ -52,11 +55,40 @@ describe('retention', () => {
       expect((await app.fanout.getTask(recent.id))!.purgedAt).toBeNull();
       await expect(app.fanout.retryFailed(old.id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('deleted by retention') });
       // Nothing left to do: a pass finds no task due.
-      expect(await app.fanout.store.purgeFinished!(DAY, 1000, ['test_batch'])).toEqual({ taskId: null, deleted: 0, purged: false });
+      expect(await app.fanout.store.purgeFinished!(DAY, 1000, ['test_batch'])).toEqual({ taskId: null, deleted: 0, purged: false, tasks: [] });
     } finally {
       await app.close();
     }
   }, 90_000);
+
+  it('keeps up with many small tasks (they share a batch), and leaves the tasks of kinds it does not run to their own processes', async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const app = createAppRuntime({ databaseUrl: db.url, definitions: [testDefinition()], maintenance: { intervalMs: 3_600_000, retentionMs: DAY } });
+    try {
+      await app.fanout.start({ managers: false, children: false, maintenance: false });
+      // 1,000 finished tasks of 5 items each, two days old, as a busy platform leaves them; and one
+      // of a kind this process does not run, whose fan-in has not run yet.
+      await app.prisma.$executeRaw`
+        WITH tasks AS (
+          INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+          SELECT gen_random_uuid(), CASE WHEN g = 0 THEN 'other_kind' ELSE 'test_batch' END, 't', '{}', 'completed', 5, 5, 1, 1,
+                 CASE WHEN g = 0 THEN 0 ELSE 1 END, now() - interval '3 days', now() - interval '2 days' + g * interval '1 millisecond', now() - interval '3 days'
+          FROM generate_series(0, 1000) g RETURNING id)
+        INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, attempts)
+        SELECT gen_random_uuid(), tasks.id, s, 'k' || s, '{}', 'succeeded', 1 FROM tasks, generate_series(0, 4) s`;
+      await app.fanout.runMaintenance();
+      const [row] = await app.prisma.$queryRaw<{ purged: number; purging: number; items: number; other_items: number }[]>`
+        SELECT count(*) FILTER (WHERE kind = 'test_batch' AND purged_at IS NOT NULL)::int AS purged,
+               count(*) FILTER (WHERE purging)::int AS purging,
+               (SELECT count(*)::int FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id WHERE t.kind = 'test_batch') AS items,
+               (SELECT count(*)::int FROM fanout_item i JOIN fanout_task t ON t.id = i.task_id WHERE t.kind = 'other_kind') AS other_items
+        FROM fanout_task`;
+      // One pass: every one of them (five a pass, when a batch took one task).
+      expect(row).toEqual({ purged: 1000, purging: 0, items: 0, other_items: 5 });
+    } finally {
+      await app.close();
+    }
+  });
 
   it("sets pg-boss's retention of the child queue's done jobs to match a retention shorter than an hour", async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });
@@ -66,6 +98,8 @@ describe('retention', () => {
     try {
       await short.fanout.start({ managers: false, children: false, maintenance: false });
       expect(await deletion(short)).toBe(120);
+      // The manager queue's too: with many small tasks, a done manager job each adds up.
+      expect((await short.prisma.$queryRaw<{ s: number }[]>`SELECT deletion_seconds AS s FROM pgboss.queue WHERE name = 'test_batch_manager'`)[0]!.s).toBe(120);
     } finally {
       await short.close();
     }

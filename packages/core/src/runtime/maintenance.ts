@@ -31,9 +31,12 @@ export interface MaintenanceSettings {
   vacuum: boolean;
 }
 
-/** Rows deleted by retention per batch, and batches per pass: a pass stays short. */
+/**
+ * Rows deleted by retention per batch (each batch a transaction), and how long a pass goes on
+ * with batches while there is more: a pass stays short, and keeps up with many small tasks.
+ */
 const PURGE_BATCH = 2000;
-const PURGE_BATCHES_PER_PASS = 5;
+const PURGE_PASS_MS = 1000;
 
 /** How long before the end of its retention a finished task can no longer be retried. */
 export function retentionMargin(retentionMs: number): number {
@@ -152,11 +155,15 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings)
 
 /** Retention: the items and logs of tasks finished long ago, in bounded batches. */
 async function purgeFinished(ctx: RuntimeContext, retentionMs: number, kinds: readonly string[]): Promise<void> {
-  for (let batch = 0; batch < PURGE_BATCHES_PER_PASS; batch++) {
+  const started = performance.now();
+  do {
     const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, kinds);
-    if (purge.purged) ctx.logger.info('retention deleted the items of a finished task', { taskId: purge.taskId });
     if (purge.taskId === null) break;
-  }
+    if (purge.purged) {
+      const tasks = purge.tasks ?? [purge.taskId];
+      ctx.logger.info(tasks.length === 1 ? 'retention deleted the items of a finished task' : 'retention deleted the items of finished tasks', { taskId: tasks[0], ...(tasks.length > 1 ? { taskIds: tasks } : {}) });
+    }
+  } while (performance.now() - started < PURGE_PASS_MS);
 }
 
 /**

@@ -145,6 +145,12 @@ function childJobsKeptSeconds(maintenance: MaintenanceSettings): number {
   return Math.min(3600, Math.ceil((maintenance.retentionMs ?? 3600_000) / 1000));
 }
 
+/** How long pg-boss keeps a done manager job: its default (a week), or the retention when shorter. */
+const MANAGER_JOBS_KEPT_SECONDS = 7 * 24 * 3600;
+function managerJobsKeptSeconds(maintenance: MaintenanceSettings): number {
+  return Math.min(MANAGER_JOBS_KEPT_SECONDS, Math.ceil((maintenance.retentionMs ?? MANAGER_JOBS_KEPT_SECONDS * 1000) / 1000));
+}
+
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
   const ints: Array<[string, number, number]> = [
     ['worker.concurrency', worker.concurrency, 1],
@@ -441,6 +447,8 @@ export class Fanout implements AsyncDisposable {
       retryBackoff: true,
       expireInSeconds: manager.expireInSeconds,
       heartbeatSeconds: manager.heartbeatSeconds,
+      // Kept no longer than the task's details: with many small tasks, a job each adds up.
+      deleteAfterSeconds: managerJobsKeptSeconds(this.#maintenance),
       notify: true,
     };
     await this.#boss.createQueue(definition.deadLetterQueue, deadLetter);

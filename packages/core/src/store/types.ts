@@ -207,9 +207,14 @@ export interface ClaimedItem {
 
 /** One batch of retention: the task it worked on (null: none was due), rows deleted, whether it is done. */
 export interface PurgeResult {
+  /** The first task the batch worked on (null: nothing to purge). */
   taskId: string | null;
+  /** Rows deleted (items and log lines). */
   deleted: number;
+  /** Every task the batch worked on has nothing left. */
   purged: boolean;
+  /** The tasks the batch worked on (small tasks share a batch). */
+  tasks?: string[];
 }
 
 /** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
@@ -628,11 +633,13 @@ export interface FanoutStore {
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
   /**
-   * Retention: deletes up to `limit` item rows (and as many item logs) of the oldest task that
-   * finished more than `olderThanMs` ago, once its ending was announced and its fan-in ran (for
-   * `fanInKinds`); sets its `purgedAt` when nothing of it is left. Optional.
+   * Retention: deletes up to `limit` item rows (and as many item logs) of tasks whose purge is under
+   * way, else of the oldest tasks of `kinds` (this process's definitions) that finished more than
+   * `olderThanMs` ago, once their ending was announced and their fan-in ran. A task's `purgedAt`
+   * is set by the batch that starts on it, so its details answer as gone from the first row
+   * deleted. Optional.
    */
-  purgeFinished?(olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult>;
+  purgeFinished?(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult>;
   /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
   reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
   /**

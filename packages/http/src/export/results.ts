@@ -2,7 +2,7 @@ import { isTerminalTaskStatus, type AnyFanoutDefinition, type Fanout, type ItemR
 import type { Context } from 'hono';
 import { HttpError } from '../errors.ts';
 import { route, type AuthEnv, type RouteSpec } from '../route.ts';
-import { ownedTask } from '../routes/context.ts';
+import { taskWithDetails } from '../routes/context.ts';
 import { errorSchema, taskIdParams } from '../schemas.ts';
 import { csvLines, type CsvColumn } from './csv.ts';
 import { jsonArrayOf, textStream } from './stream.ts';
@@ -28,7 +28,8 @@ export interface ResultExport<Row> {
 }
 
 async function finishedTask(c: Context<AuthEnv>, fanout: Fanout, definition: AnyFanoutDefinition): Promise<TaskRecord> {
-  const task = await ownedTask(c, fanout, definition);
+  // A task whose items retention deleted answers 410, as its items do (its results are gone).
+  const task = await taskWithDetails(c, fanout, definition);
   if (!isTerminalTaskStatus(task.status)) throw new HttpError(409, 'conflict', `task ${task.id} is ${task.status}; results are exported once it has finished`);
   return task;
 }
@@ -38,7 +39,7 @@ const download = (c: Context, body: AsyncIterable<string>, type: string, filenam
 
 /** `GET /tasks/:id/results.json` and `results.csv`: a finished task's results (409 before the end). */
 export function resultExportRoutes<Row>(fanout: Fanout, definition: AnyFanoutDefinition, spec: ResultExport<Row>): RouteSpec[] {
-  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema };
+  const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema, 410: errorSchema };
   return [
     route({
       method: 'get',

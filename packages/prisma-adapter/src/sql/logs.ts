@@ -7,7 +7,7 @@ import type { PrismaQueryable } from '../prisma-like.ts';
 
 export async function appendItemLogs(db: PrismaQueryable, entries: readonly ItemLogEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  // Lines of a task deleted meanwhile are skipped rather than failing the batch; the ids follow the
+  // Lines of a task deleted or purged meanwhile are skipped rather than failing the batch; the ids follow the
   // batch's order (the join under EXISTS may not), so lines read back in the order they were logged.
   await db.$queryRaw`
     INSERT INTO fanout_item_log (task_id, item_id, attempt, at, message, data)
@@ -15,7 +15,7 @@ export async function appendItemLogs(db: PrismaQueryable, entries: readonly Item
     FROM unnest(${entries.map((e) => e.taskId)}::uuid[], ${entries.map((e) => e.itemId)}::uuid[], ${entries.map((e) => e.attempt)}::int[],
                 ${entries.map((e) => e.at)}::timestamptz[], ${entries.map((e) => e.message)}::text[], ${entries.map((e) => json(e.data))}::text[])
          WITH ORDINALITY AS x(task_id, item_id, attempt, at, message, data, ord)
-    WHERE EXISTS (SELECT 1 FROM fanout_task t WHERE t.id = x.task_id)
+    WHERE EXISTS (SELECT 1 FROM fanout_task t WHERE t.id = x.task_id AND t.purged_at IS NULL)
     ORDER BY x.ord`;
 }
 

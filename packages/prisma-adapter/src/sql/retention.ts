@@ -1,41 +1,64 @@
 // Retention: the items and item logs of tasks that finished long ago are deleted in bounded
-// batches; the task row (its counts, status and times) stays, with `purged_at` set once its
-// details are gone. One task at a time, its row held FOR UPDATE SKIP LOCKED while a batch goes:
-// two processes purge different tasks, and a control on the task (a retry) waits for the batch.
+// batches; the task row (its counts, status and times) stays. A task is marked purged (`purged_at`,
+// and `purging` until its last batch) by the batch that starts on it, in the same transaction, so
+// its details answer as gone from the first deleted row. Its row is held FOR UPDATE SKIP LOCKED
+// while a batch goes: two processes purge different tasks, and a control on the task (a retry)
+// waits for the batch.
 import type { PurgeResult } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 
+/** Tasks one batch takes at most: small tasks share a batch, up to its limit of rows. */
+const TASKS_PER_BATCH = 100;
+
 /**
- * Deletes up to `limit` item rows and `limit` log rows of the oldest finished task whose details
- * are older than `olderThanMs` and whose ending was announced and fan-in run (for the kinds that
- * have one), in `tx`; marks it purged when nothing of it is left.
+ * Deletes up to `limit` item rows and `limit` log rows, in `tx`: of the tasks whose purge is under
+ * way, else of the oldest finished tasks of `kinds` whose details are older than `olderThanMs`, whose
+ * ending was announced and whose fan-in ran (as many, oldest first, as hold about `limit` items).
+ * Tasks of other kinds are left to their own processes: their fan-in may not have run.
  */
-export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, fanInKinds: readonly string[]): Promise<PurgeResult> {
-  const [task] = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM fanout_task
-    WHERE purged_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
-      AND completed_at < clock_timestamp() - ${olderThanMs}::bigint * interval '1 millisecond'
-      AND announced_round >= round AND (fanin_round >= round OR NOT (kind = ANY(${fanInKinds}::text[])))
-    ORDER BY completed_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED`;
-  if (!task) return { taskId: null, deleted: 0, purged: false };
+export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
+  let ids = (
+    await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM fanout_task WHERE purging ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`
+  ).map((r) => r.id);
+  if (ids.length === 0) {
+    ids = (
+      await tx.$queryRaw<{ id: string }[]>`
+        SELECT t.id FROM fanout_task t
+        WHERE t.id = ANY(ARRAY(
+          SELECT id FROM (
+            SELECT id, sum(total) OVER (ORDER BY completed_at, id) - total AS before
+            FROM fanout_task
+            WHERE purged_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+              AND completed_at < clock_timestamp() - ${olderThanMs}::bigint * interval '1 millisecond'
+              AND kind = ANY(${[...kinds]}::text[]) AND announced_round >= round AND fanin_round >= round
+            ORDER BY completed_at, id
+            LIMIT ${TASKS_PER_BATCH}::int
+          ) c WHERE c.before < ${limit}::int))
+          AND t.purged_at IS NULL
+        ORDER BY t.id
+        FOR UPDATE SKIP LOCKED`
+    ).map((r) => r.id);
+    if (ids.length === 0) return { taskId: null, deleted: 0, purged: false, tasks: [] };
+    // From this commit on, their details answer as gone (410), while the batches go.
+    await tx.$queryRaw`UPDATE fanout_task SET purged_at = now(), purging = true WHERE id = ANY(${ids}::uuid[]) RETURNING 1 AS marked`;
+  }
   const [logs] = await tx.$queryRaw<{ n: number }[]>`
     WITH gone AS (
-      DELETE FROM fanout_item_log WHERE id IN (SELECT id FROM fanout_item_log WHERE task_id = ${task.id}::uuid LIMIT ${limit}::int)
+      DELETE FROM fanout_item_log WHERE id IN (SELECT id FROM fanout_item_log WHERE task_id = ANY(${ids}::uuid[]) LIMIT ${limit}::int)
       RETURNING 1)
     SELECT count(*)::int AS n FROM gone`;
   const [items] = await tx.$queryRaw<{ n: number }[]>`
     WITH gone AS (
-      DELETE FROM fanout_item WHERE id IN (SELECT id FROM fanout_item WHERE task_id = ${task.id}::uuid LIMIT ${limit}::int)
+      DELETE FROM fanout_item WHERE id IN (SELECT id FROM fanout_item WHERE task_id = ANY(${ids}::uuid[]) LIMIT ${limit}::int)
       RETURNING 1)
     SELECT count(*)::int AS n FROM gone`;
   const purged = logs!.n < limit && items!.n < limit;
-  // (A finished task has no ready rows; one left behind would go with the last batch.)
+  // (A finished task has no ready rows; one left behind goes with the last batch.)
   if (purged) {
     await tx.$queryRaw`
-      WITH ready AS (DELETE FROM fanout_ready WHERE task_id = ${task.id}::uuid)
-      UPDATE fanout_task SET purged_at = now() WHERE id = ${task.id}::uuid RETURNING id`;
+      WITH ready AS (DELETE FROM fanout_ready WHERE task_id = ANY(${ids}::uuid[]))
+      UPDATE fanout_task SET purging = false WHERE id = ANY(${ids}::uuid[]) RETURNING id`;
   }
-  return { taskId: task.id, deleted: logs!.n + items!.n, purged };
+  return { taskId: ids[0]!, deleted: logs!.n + items!.n, purged, tasks: ids };
 }

@@ -10,6 +10,15 @@ describe('configuration from the environment', () => {
     expect(loadEnv({}, { FANOUT_POOL_SIZE: '' }).FANOUT_POOL_SIZE).toBe(10);
   });
 
+  it('reads tenant weights as weights of their own, whatever the tenant is named', () => {
+    const env = loadEnv({}, { DATABASE_URL: 'postgres://u:p@db/x', FANOUT_TENANT_WEIGHTS: 'team-a=2, __proto__=3,constructor=0.5' });
+    const weights = env.FANOUT_TENANT_WEIGHTS!;
+    expect(Object.keys(weights)).toEqual(['team-a', '__proto__', 'constructor']);
+    expect(Object.getPrototypeOf(weights)).toBe(Object.prototype);
+    expect([weights['team-a'], Object.getOwnPropertyDescriptor(weights, '__proto__')?.value, weights.constructor]).toEqual([2, 3, 0.5]);
+    expect(() => loadEnv({}, { DATABASE_URL: 'postgres://u:p@db/x', FANOUT_TENANT_WEIGHTS: 'team-a=0' })).toThrow(/FANOUT_TENANT_WEIGHTS: must be tenant=weight pairs/);
+  });
+
   it('names every variable that is wrong and the rule it breaks, in one error', () => {
     const attempt = () =>
       loadEnv({ APP_LIMIT: intVar({ min: 1, max: 10 }) }, { DATABASE_URL: 'mysql://nope', FANOUT_WORKER_CONCURRENCY: 'ten', APP_LIMIT: '11', FANOUT_LOG_LEVEL: 'loud' });

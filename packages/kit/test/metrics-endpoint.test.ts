@@ -46,6 +46,14 @@ describe("an app's processes serve their metrics for Prometheus", () => {
     // (The manager's job, and the jobs of the child queue that took the items: a few, not one per item.)
     expect(delta('worker', 'messaging_client_consumed_messages_total')).toBeGreaterThanOrEqual(2);
     expect(total(after.api, 'fanout_tasks_active', { fanout_definition: 'kit_flaky', fanout_task_status: 'running' })).toBe(0);
+    // A live stream open on the API process is counted while it is open.
+    const stream = new AbortController();
+    const events = await fetch(`${api.url}/api/flaky/events`, { headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, signal: stream.signal });
+    expect(events.status).toBe(200);
+    await waitFor(async () => total(await scrape(urls.api), 'fanout_sse_clients', { fanout_stream: 'tenant' }) === 1, { message: 'the open stream counted' });
+    stream.abort();
+    await events.body?.cancel().catch(() => {});
+    await waitFor(async () => total(await scrape(urls.api), 'fanout_sse_clients', { fanout_stream: 'tenant' }) === 0, { message: 'the closed stream no longer counted' });
     // Nothing but GET /metrics there.
     expect((await fetch(urls.api.replace('/metrics', '/other'))).status).toBe(404);
 

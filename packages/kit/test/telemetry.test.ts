@@ -59,7 +59,7 @@ describe('telemetry with an SDK registered', () => {
     const traceId = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
     const before = await otel.metrics();
-    const id = await submit({ count: 100, transient: ['n7'], limited: ['n1', 'n2', 'n3'] }, { traceparent: `00-${traceId}-${callerSpan}-01` });
+    const id = await submit({ count: 100, transient: ['n7'], limited: ['n1', 'n2', 'n3'], rated: ['n10', 'n11', 'n12'] }, { traceparent: `00-${traceId}-${callerSpan}-01` });
     const task = await finished(id);
     expect(task).toMatchObject({ status: 'completed', total: 100, succeeded: 100, failed: 0 });
 
@@ -135,12 +135,16 @@ describe('telemetry with an SDK registered', () => {
     expect(retry.attributes).toMatchObject({ [ATTR.attempt]: 1, [ATTR.errorType]: 'http_503', [ATTR.decision]: 'retry', [ATTR.retryDelayMs]: 0, [ATTR.recorded]: true });
     expect(retried[0]!.attributes[ATTR.outcome]).toBe('succeeded');
 
-    // Limit waits are children of the item whose handler waited, with how long.
+    // Limit waits are children of the item whose handler waited, with how long: the global limit's
+    // three, and the rate limit's (two calls a second: the third of three waited for the next).
     const waits = byName(SPAN.limitWait);
-    expect(waits).toHaveLength(3);
+    expect(waits.filter((w) => w.attributes[ATTR.limitKind] === 'global')).toHaveLength(3);
+    const rateWaits = waits.filter((w) => w.attributes[ATTR.limitKind] === 'rate');
+    expect(rateWaits.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...rateWaits.map((w) => w.attributes[ATTR.waitedMs] as number))).toBeGreaterThan(0);
     for (const wait of waits) {
       expect(inTrace.find((s) => idOf(s) === parentOf(wait))?.name).toBe(SPAN.item);
-      expect(wait.attributes).toMatchObject({ [ATTR.limitName]: 'kit_flaky_upstream', [ATTR.limitKind]: 'global' });
+      expect(wait.attributes).toMatchObject(wait.attributes[ATTR.limitKind] === 'global' ? { [ATTR.limitName]: 'kit_flaky_upstream' } : { [ATTR.limitName]: 'kit_flaky_rpm' });
       expect(typeof wait.attributes[ATTR.waitedMs]).toBe('number');
     }
 
@@ -156,6 +160,7 @@ describe('telemetry with an SDK registered', () => {
     expect(delta(METRIC.itemDuration, { [ATTR.definition]: 'kit_flaky', [ATTR.outcome]: 'succeeded' })).toBe(100);
     expect(delta(METRIC.itemQueueWait, { [ATTR.definition]: 'kit_flaky' })).toBe(101);
     expect(delta(METRIC.limitWaitDuration, { [ATTR.limitName]: 'kit_flaky_upstream' })).toBe(3);
+    expect(delta(METRIC.limitWaitDuration, { [ATTR.limitName]: 'kit_flaky_rpm', [ATTR.limitKind]: 'rate' })).toBe(rateWaits.length);
     expect(sumOf(after, METRIC.itemsInFlight, { [ATTR.definition]: 'kit_flaky' })).toBe(0);
     expect(sumOf(after, METRIC.limitSlotsInUse, { [ATTR.limitName]: 'kit_flaky_upstream' })).toBe(0);
     // pg-boss's own metrics arrive through the same provider.

@@ -162,6 +162,8 @@ export class TaskEventPublisher implements AsyncDisposable {
     // dropped (a later state supersedes them); endings are always kept.
     if (this.#outgoing.length >= MAX_BACKLOG && !isTerminalEvent(event)) {
       this.#dropped++;
+      // A broadcast that will never go out: counted with the failed ones (`fanout.notify.failures`).
+      liveCounts.notifyFailures++;
       if (this.#dropped === 1 || this.#dropped % 1000 === 0) this.#logger?.warn('task event backlog full; dropping events', { dropped: this.#dropped });
       return;
     }

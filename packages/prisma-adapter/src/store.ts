@@ -28,6 +28,7 @@ import {
   type SettledTask,
   type SubmittedTask,
   type RetryFailedOptions,
+  type TaskStatus,
   type TaskSummary,
   type ItemCounts,
   type FailureGroup,
@@ -274,7 +275,7 @@ export class PrismaFanoutStore implements FanoutStore {
 
   // -- reading for people ----------------------------------------------------------------------
 
-  async taskSummary(query: { kind?: string; tenant?: string | null }): Promise<TaskSummary> {
+  async taskSummary(query: { kind?: string; tenant?: string | null; statuses?: readonly TaskStatus[] }): Promise<TaskSummary> {
     return reads.taskSummary(this.#db, query);
   }
 

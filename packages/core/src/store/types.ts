@@ -574,7 +574,8 @@ export interface FanoutStore {
   deleteTask(taskId: string): Promise<void>;
 
   // -- reading for people --------------------------------------------------------------------
-  taskSummary(query: { kind?: string; tenant?: string | null }): Promise<TaskSummary>;
+  /** `statuses` counts only tasks in those (the others count 0): the unfinished, say, read through the status index. */
+  taskSummary(query: { kind?: string; tenant?: string | null; statuses?: readonly TaskStatus[] }): Promise<TaskSummary>;
   itemCounts(taskId: string): Promise<ItemCounts>;
   failureGroups(taskId: string): Promise<FailureGroup[]>;
   /** Stores log lines; best effort by the caller (a failure here never fails an item). */

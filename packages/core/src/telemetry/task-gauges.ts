@@ -42,7 +42,7 @@ export class TaskGauges {
     const seen = new Set<string>();
     for (const kind of this.#kinds) {
       const definition = { [ATTR.definition]: kind };
-      const [summary, running] = await Promise.all([this.#store.taskSummary({ kind }), this.#running(kind)]);
+      const [summary, running] = await Promise.all([this.#store.taskSummary({ kind, statuses: ['queued', 'running', 'stopping'] }), this.#running(kind)]);
       for (const status of ['queued', 'running', 'stopping'] as const) {
         observe(METRIC.tasksActive, summary.byStatus[status], { ...definition, [ATTR.taskStatus]: status });
         attention.active[status] += summary.byStatus[status];

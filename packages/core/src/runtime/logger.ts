@@ -97,6 +97,12 @@ function errorObject(error: Error): Record<string, unknown> {
 /** Loggers that mask what they write themselves, so {@link maskedLogger} leaves them as they are. */
 const MASKS = Symbol('fanout.logger.masks');
 
+/** A logger that masks what it writes: a line function per level, and how its children are made. */
+function masking(write: (at: Level) => (message: string, data?: Record<string, unknown>) => void, child: (bindings: Record<string, unknown>) => Logger): Logger {
+  const logger: Logger & { [MASKS]: true } = { [MASKS]: true, debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error'), child };
+  return logger;
+}
+
 /**
  * `logger` with credentials masked before any line reaches it ({@link redactText} on the message,
  * {@link redact} on the data and on a child's bindings): the runtime wraps whatever logger it is
@@ -108,15 +114,7 @@ export function maskedLogger(logger: Logger): Logger {
   if ((logger as { [MASKS]?: true })[MASKS]) return logger;
   const write = (at: Level) => (message: string, data?: Record<string, unknown>) =>
     logger[at](redactText(message), data === undefined ? undefined : (redact(data) as Record<string, unknown>));
-  const masked: Logger & { [MASKS]: true } = {
-    [MASKS]: true,
-    debug: write('debug'),
-    info: write('info'),
-    warn: write('warn'),
-    error: write('error'),
-    child: (bindings) => maskedLogger(childLogger(logger, redact(bindings) as Record<string, unknown>)),
-  };
-  return masked;
+  return masking(write, (bindings) => maskedLogger(childLogger(logger, redact(bindings) as Record<string, unknown>)));
 }
 
 export interface ConsoleLoggerOptions {
@@ -139,15 +137,7 @@ export function consoleLogger(level: Level = 'warn', bindings: Record<string, un
     const line = redact({ level: at, time: new Date().toISOString(), msg: message, ...bindings, ...correlation, ...data });
     out(`${JSON.stringify(line)}\n`);
   };
-  const logger: Logger & { [MASKS]: true } = {
-    [MASKS]: true,
-    debug: write('debug'),
-    info: write('info'),
-    warn: write('warn'),
-    error: write('error'),
-    child: (more) => consoleLogger(level, { ...bindings, ...more }, options),
-  };
-  return logger;
+  return masking(write, (more) => consoleLogger(level, { ...bindings, ...more }, options));
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silentLogger };
@@ -185,15 +175,7 @@ export function pinoLogger(pino: PinoLike): Logger {
     if (pino.isLevelEnabled && !pino.isLevelEnabled(at)) return;
     pino[at](data === undefined ? {} : (redact(data) as Record<string, unknown>), redactText(message));
   };
-  const logger: Logger & { [MASKS]: true } = {
-    [MASKS]: true,
-    debug: write('debug'),
-    info: write('info'),
-    warn: write('warn'),
-    error: write('error'),
-    child: (bindings) => pinoLogger(pino.child(redact(bindings) as Record<string, unknown>)),
-  };
-  return logger;
+  return masking(write, (bindings) => pinoLogger(pino.child(redact(bindings) as Record<string, unknown>)));
 }
 
 /** The ids a runtime line about a task carries. */

@@ -107,7 +107,9 @@ export function ticketsFor(settings: SchedulingSettings, work: readonly WorkToEn
   for (const w of work) {
     let jobs = byKind.get(w.kind);
     if (!jobs) byKind.set(w.kind, (jobs = new Map()));
-    const tickets = w.delayMs && w.delayMs > 0 ? [dueTicket(w.tenant, now + w.delayMs)] : windowTickets(settings, w.tenant);
+    // A retry's job is due when its items are: by the database's clock when the store says (a
+    // process whose clock is behind would have it fetched early, find nothing and end its chain).
+    const tickets = w.delayMs && w.delayMs > 0 ? [dueTicket(w.tenant, w.dueAt ?? now + w.delayMs)] : windowTickets(settings, w.tenant);
     for (const ticket of tickets) jobs.set(ticket.singletonKey, ticket);
   }
   return new Map([...byKind].map(([kind, jobs]) => [kind, [...jobs.values()]]));

@@ -134,6 +134,11 @@ export interface WorkToEnqueue {
   kind: string;
   tenant: string | null;
   delayMs?: number;
+  /**
+   * When the delayed items are due (ms since the epoch) by the database's clock, which stamped
+   * them: their job is due then too, whatever this process's clock says. Optional.
+   */
+  dueAt?: number;
 }
 
 /** Called inside the store's transaction when tasks have items to run (see `WorkToEnqueue`). */

@@ -288,7 +288,7 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
   await tx.$queryRaw`
     SELECT 1 FROM fanout_task WHERE id IN (SELECT task_id FROM fanout_item WHERE id = ANY(${releases.map((r) => r.itemId)}::uuid[]))
     ORDER BY id FOR KEY SHARE`;
-  const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; tenant: string | null; delay_ms: number }[]>`
+  const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; tenant: string | null; delay_ms: number; due_ms: number }[]>`
     WITH v AS (
       SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
              ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays,
@@ -307,11 +307,17 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
       INSERT INTO fanout_ready (task_id, seq, item_id, due_at) SELECT task_id, seq, id, retry_at FROM released
       ON CONFLICT DO NOTHING
     )
-    SELECT r.id, r.task_id, r.delay_ms, t.kind, t.tenant FROM released r JOIN fanout_task t ON t.id = r.task_id`;
+    SELECT r.id, r.task_id, r.delay_ms, (extract(epoch FROM r.retry_at) * 1000)::float8 AS due_ms, t.kind, t.tenant
+    FROM released r JOIN fanout_task t ON t.id = r.task_id`;
   if (rows.length > 0) {
-    // One entry per task and delay: the runtime gives the task's tenant a job for when it is due.
-    const work = new Map<string, { taskId: string; kind: string; tenant: string | null; delayMs: number }>();
-    for (const r of rows) work.set(`${r.task_id}:${r.delay_ms}`, { taskId: r.task_id, kind: r.kind, tenant: r.tenant, delayMs: r.delay_ms });
+    // One entry per task and delay: the runtime gives the task's tenant a job for when it is due,
+    // by this database's clock (the latest of the entry's items).
+    const work = new Map<string, { taskId: string; kind: string; tenant: string | null; delayMs: number; dueAt: number }>();
+    for (const r of rows) {
+      const key = `${r.task_id}:${r.delay_ms}`;
+      const dueAt = Math.max(r.due_ms, work.get(key)?.dueAt ?? 0);
+      work.set(key, { taskId: r.task_id, kind: r.kind, tenant: r.tenant, delayMs: r.delay_ms, dueAt });
+    }
     await enqueue(executor(tx), [...work.values()]);
   }
   return rows.map((r) => r.id);

@@ -397,8 +397,8 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, kinds));
   }
 
-  async reconcileCandidates(idleMs: number, limit: number): Promise<string[]> {
-    return maintenance.reconcileCandidates(this.#db, idleMs, limit);
+  async reconcileCandidates(idleMs: number, limit: number, maxRunningTasks: number | null = null): Promise<string[]> {
+    return maintenance.reconcileCandidates(this.#db, idleMs, limit, maxRunningTasks);
   }
 
   async claimFanIn(taskId: string | null, kinds: readonly string[], leaseMs: number, token: string): Promise<TaskRecord | null> {

@@ -59,7 +59,7 @@ export function retentionMargin(retentionMs: number): number {
  * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted;
  * - vacuum (unless turned off): tables with many dead rows are vacuumed.
  */
-export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[]): Promise<void> {
+export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[], maxRunningTasks: number | null = null): Promise<void> {
   // Each step is timed into the process's stats (its presence report), so an operator sees which
   // of the loop's queries grows with the tables.
   const timed = async (step: string, run: () => Promise<void>) => {
@@ -72,7 +72,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   };
   await timed('recover', () => recoverLapsed(ctx));
   await timed('overdue', () => stopOverdue(ctx));
-  await timed('reconcile', () => reconcileIdle(ctx, settings));
+  await timed('reconcile', () => reconcileIdle(ctx, settings, maxRunningTasks));
   await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
   await timed('fanIn', () => runFanIns(ctx, null, kinds, settings.fanInLeaseMs));
   const { retentionMs } = settings;
@@ -124,9 +124,9 @@ async function stopOverdue(ctx: RuntimeContext): Promise<void> {
 }
 
 /** Idle unfinished tasks: counters recomputed, dead managers, orphaned items, quiet stopping tasks. */
-async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings): Promise<void> {
+async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings, maxRunningTasks: number | null): Promise<void> {
   const { store } = ctx;
-  for (const taskId of await store.reconcileCandidates(settings.reconcileIdleMs, 100)) {
+  for (const taskId of await store.reconcileCandidates(settings.reconcileIdleMs, 100, maxRunningTasks)) {
     const result = await store.reconcile(taskId);
     if (!result) continue;
     if (result.drift.length > 0) {

@@ -657,7 +657,7 @@ export class Fanout implements AsyncDisposable {
    * same every `maintenance.intervalMs`.
    */
   async runMaintenance(): Promise<void> {
-    await maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()]);
+    await maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()], this.#scheduling.maxRunningTasksPerTenant);
   }
 
   /**

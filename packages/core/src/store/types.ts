@@ -646,8 +646,12 @@ export interface FanoutStore {
    * deleted. Optional.
    */
   purgeFinished?(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult>;
-  /** Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. */
-  reconcileCandidates(idleMs: number, limit: number): Promise<string[]>;
+  /**
+   * Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. With
+   * `maxRunningTasks` (a tenant's cap), a running task waiting its turn behind that many of its
+   * tenant's is not one: it has not started, and its turn comes when one of them ends.
+   */
+  reconcileCandidates(idleMs: number, limit: number, maxRunningTasks?: number | null): Promise<string[]>;
   /**
    * Takes the fan-in of a finished task whose current round has not had it, under a lease held by
    * `token`. Returns the task when this caller should run the hook. With `taskId` (the process

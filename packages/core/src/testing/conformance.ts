@@ -874,6 +874,21 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.reconcile(randomUUID())).toBeNull();
       });
 
+      it("leaves a running task waiting its turn behind its tenant's cap out of the quiet tasks to reconcile", async () => {
+        const tenant = `capped-${randomUUID()}`;
+        const tasks: string[] = [];
+        for (let i = 0; i < 3; i++) tasks.push((await dispatched(1, { tenant })).task.id);
+        const ours = (ids: string[]) => ids.filter((id) => tasks.includes(id)).sort();
+        // Untouched for no time at all: every unfinished task is quiet (once the clock moved past them).
+        let all: string[] = [];
+        for (let i = 0; i < 100 && all.length < 3; i++) all = ours(await store.reconcileCandidates(0, 10_000));
+        expect(all).toEqual([...tasks].sort());
+        // With a cap of one running task per tenant, the one served first (priority, then id) is a candidate; the two behind it wait.
+        const first = [...tasks].sort()[0]!;
+        expect(ours(await store.reconcileCandidates(0, 10_000, 1))).toEqual([first]);
+        expect(ours(await store.reconcileCandidates(0, 10_000, 3))).toEqual([...tasks].sort());
+      });
+
       it('runs each fan-in once per round, under a lease only its holder renews and completes', async () => {
         const { task, ids } = await dispatched(1);
         const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];

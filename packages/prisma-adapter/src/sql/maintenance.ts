@@ -153,10 +153,18 @@ export async function reconcileTask(tx: PrismaQueryable, taskId: string): Promis
 }
 
 /** Up to `limit` unfinished tasks untouched for `idleMs`, the longest idle first. */
-export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, limit: number): Promise<string[]> {
+export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, limit: number, maxRunningTasks: number | null): Promise<string[]> {
+  // A running task with `maxRunningTasks` of its tenant's ahead of it (in the claim's order:
+  // priority, then id) waits its turn; read through the index of running tasks, at most that many.
   const rows = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM fanout_task
-    WHERE status IN ('queued', 'running', 'stopping') AND updated_at < now() - ${idleMs}::int * interval '1 millisecond'
-    ORDER BY updated_at LIMIT ${limit}::int`;
+    SELECT t.id FROM fanout_task t
+    WHERE t.status IN ('queued', 'running', 'stopping') AND t.updated_at < now() - ${idleMs}::int * interval '1 millisecond'
+      AND NOT (${maxRunningTasks}::int IS NOT NULL AND t.status = 'running' AND (
+        SELECT count(*) FROM (
+          SELECT 1 FROM fanout_task o
+          WHERE o.kind = t.kind AND COALESCE(o.tenant, '') = COALESCE(t.tenant, '') AND o.status = 'running'
+            AND (o.priority > t.priority OR (o.priority = t.priority AND o.id < t.id))
+          LIMIT ${maxRunningTasks}::int) ahead) >= ${maxRunningTasks}::int)
+    ORDER BY t.updated_at LIMIT ${limit}::int`;
   return rows.map((r) => r.id);
 }

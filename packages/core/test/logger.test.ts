@@ -47,8 +47,11 @@ describe('masking credentials', () => {
     expect(redactText('GET https://api.example.org/v1?q=1&api_key=K123&access_token=T456#x')).toBe('GET https://api.example.org/v1?q=1&api_key=[redacted]&access_token=[redacted]#x');
     expect(redactText('login with password=hunter2, then apiKey: "k-123"')).toBe('login with password=[redacted], then apiKey: "[redacted]"');
     expect(redactText('{"password":"hunter2","user":"ann"}')).toBe('{"password":"[redacted]","user":"ann"}');
+    expect(redactText('sent with Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc and Basic YWxhZGRpbjpvcGVuc2VzYW1l')).toBe('sent with Bearer [redacted] and Basic [redacted]');
     // Text without credentials is untouched; NUL characters (which PostgreSQL's text cannot hold) go.
-    expect(redactText('the password was wrong; retry in 5 s')).toBe('the password was wrong; retry in 5 s');
+    for (const plain of ['the password was wrong; retry in 5 s', 'Basic plan does not include exports', 'failed basic validation', 'the bearer of bad news', 'GET /search?key=blue-shoes&page=2']) {
+      expect(redactText(plain)).toBe(plain);
+    }
     expect(redactText('page\u0000 1')).toBe('page 1');
   });
 
@@ -59,9 +62,10 @@ describe('masking credentials', () => {
     const circular: Record<string, unknown> = { name: 'loop' };
     circular.self = circular;
     const shared = { token: 't' };
+    const throwing = Object.defineProperty({ ok: 1 }, 'broken', { enumerable: true, get: () => { throw new Error('boom'); } });
     const masked = redact({
       headers: { 'x-api-key': 'k', 'proxy-authorization': 'Basic x', cookie: 'c', 'content-type': 'json' },
-      aws: { secretAccessKey: 's', accessKeyId: 'AKIA' },
+      aws: { secretAccessKey: 's', accessKeyId: 'AKIA', secretKey: 'k', secretName: 'prod/db', secretArn: 'arn:aws:secretsmanager:x' },
       credentials: { key: 'private' },
       count: 10n,
       error: Object.assign(new Error('connect postgres://u:pw@h/db refused'), { code: 'ECONNREFUSED' }),
@@ -71,9 +75,11 @@ describe('masking credentials', () => {
       deep,
       circular,
       twice: [shared, shared],
+      throwing,
     }) as Record<string, any>;
+    expect(masked.throwing).toEqual({ ok: 1, broken: '[unreadable]' });
     expect(masked.headers).toEqual({ 'x-api-key': '[redacted]', 'proxy-authorization': '[redacted]', cookie: '[redacted]', 'content-type': 'json' });
-    expect(masked.aws).toEqual({ secretAccessKey: '[redacted]', accessKeyId: 'AKIA' });
+    expect(masked.aws).toEqual({ secretAccessKey: '[redacted]', accessKeyId: 'AKIA', secretKey: '[redacted]', secretName: 'prod/db', secretArn: 'arn:aws:secretsmanager:x' });
     expect(masked.credentials).toBe('[redacted]');
     expect(masked.count).toBe('10');
     expect(masked.error).toMatchObject({ name: 'Error', message: 'connect postgres://u:[redacted]@h/db refused', code: 'ECONNREFUSED' });

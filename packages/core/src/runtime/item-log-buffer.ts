@@ -66,13 +66,15 @@ export class ItemLogBuffer {
   }
 
   /**
-   * A batch the database refused for what a line holds (SQLSTATE class 22: data exceptions) is
-   * stored line by line, so one bad line loses only itself; otherwise (the store unreachable) the
-   * batch is only in the live stream.
+   * A batch the database refused for what a line holds (the store says `invalid_argument`; or
+   * PostgreSQL's SQLSTATE class 22, data exceptions, from a store that passes it on) is stored line
+   * by line, so one bad line loses only itself; otherwise (the store unreachable) the batch is only
+   * in the live stream.
    */
   async #storeOneByOne(batch: ItemLogEntry[], error: unknown): Promise<void> {
     const code = (error as { code?: unknown } | null)?.code;
-    if (batch.length === 1 || typeof code !== 'string' || !code.startsWith('22')) {
+    const dataRefused = code === 'invalid_argument' || (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code));
+    if (batch.length === 1 || !dataRefused) {
       this.#logger.warn('could not store item log lines; they are only in the live stream', { lines: batch.length, ...errorFields(error) });
       return;
     }
@@ -98,10 +100,19 @@ export class ItemLogBuffer {
 /** The entry with its message and its data's JSON cut to what is stored. */
 function bounded(entry: ItemLogEntry): ItemLogEntry {
   let line = entry;
-  if (line.message.length > MAX_MESSAGE_CHARS) line = { ...line, message: `${line.message.slice(0, MAX_MESSAGE_CHARS)}… (cut at ${MAX_MESSAGE_CHARS} characters)` };
+  if (line.message.length > MAX_MESSAGE_CHARS) {
+    const end = isHighSurrogate(line.message.charCodeAt(MAX_MESSAGE_CHARS - 1)) ? MAX_MESSAGE_CHARS - 1 : MAX_MESSAGE_CHARS;
+    line = { ...line, message: `${line.message.slice(0, end)}… (cut at ${MAX_MESSAGE_CHARS} characters)` };
+  }
   if (line.data !== undefined) {
     const json = JSON.stringify(line.data);
-    if (json.length > MAX_DATA_CHARS) line = { ...line, data: { truncated: json.slice(0, MAX_DATA_CHARS), length: json.length } };
+    if (json.length > MAX_DATA_CHARS) {
+      // Not between the two halves of a surrogate pair (an emoji): half a pair is refused by jsonb.
+      const end = isHighSurrogate(json.charCodeAt(MAX_DATA_CHARS - 1)) ? MAX_DATA_CHARS - 1 : MAX_DATA_CHARS;
+      line = { ...line, data: { truncated: json.slice(0, end), length: json.length } };
+    }
   }
   return line;
 }
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;

@@ -13,16 +13,21 @@ const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 type Level = (typeof LEVELS)[number];
 
 // Fields whose values are credentials whatever they hold, by name (any casing, any nesting):
-// `authorization` and `proxy-authorization`, passwords, secrets (`clientSecret`, `secretAccessKey`),
-// tokens, API keys (`x-api-key`), credentials, connection strings, private and access keys.
+// `authorization` and `proxy-authorization`, passwords, secrets (`clientSecret`, `secretKey`), tokens,
+// API keys (`x-api-key`), credentials, connection strings, private and access keys. (Names that
+// only begin with "secret", `secretName` or `secretArn`, are not credentials.)
 const SECRET_KEY =
-  /^(.*authorization|cookie|set-cookie|.*password|passwd|pwd|.*passphrase|.*secret|secret.*|.*token|.*tokens|.*api[-_]?key|credentials?|connection[-_]?string|database[-_]?url|.*private[-_]?key|.*access[-_]?key)$/i;
+  /^(.*authorization|cookie|set-cookie|.*password|passwd|pwd|.*passphrase|.*secret|secrets|secret[-_]?key|.*token|.*tokens|.*api[-_]?key|credentials?|connection[-_]?string|database[-_]?url|.*private[-_]?key|.*access[-_]?key)$/i;
 // A password inside a URL (`postgres://user:password@host`, `redis://:password@host`).
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s@/]+@/gi;
-// A bearer or basic credential written into text (`Authorization: Basic dXNlcjpwYXNz`).
-const SCHEME_CREDENTIAL = /\b((?:Bearer|Basic)\s+)[^\s,;"']+/gi;
-// A credential in a query string (`?api_key=…`, `&access_token=…`).
-const QUERY_CREDENTIAL = /([?&](?:api[-_]?key|apikey|key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|secret|client[-_]?secret|sig|signature)=)[^&\s#"']+/gi;
+// Whatever follows an authorization header written into text (`Authorization: Basic dXNlcjpwYXNz`).
+const AUTHORIZATION = /\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|digest|token)\s+)?)(?!\[redacted\])[^\s,;"']+/gi;
+// A bearer token elsewhere in text: the scheme as HTTP writes it, then a token of 8 characters or more.
+const BEARER = /\b(Bearer\s+)(?!\[redacted\])[A-Za-z0-9\-._~+/]{8,}=*/g;
+// A basic credential elsewhere in text: base64 that decodes to `user:password` ("Basic plan" is not one).
+const BASIC = /\b(Basic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])/g;
+// A credential in a query string (`?api_key=…`, `&access_token=…`, an Azure SAS's `sig=…`).
+const QUERY_CREDENTIAL = /([?&](?:api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|id[-_]?token|token|password|passwd|secret|client[-_]?secret|sig|signature)=)[^&\s#"']+/gi;
 // A credential written as `name: value` or `name=value` in text (`password=hunter2`, `"apiKey":"…"`).
 const NAMED_CREDENTIAL = /\b((?:password|passwd|pwd|passphrase|secret|client[-_]?secret|api[-_]?key|apikey|x-api-key|access[-_]?token|auth[-_]?token|refresh[-_]?token)"?\s*[:=]\s*"?)(?!\[redacted\])[^\s,;"'&}]+/gi;
 const REDACTED = '[redacted]';
@@ -37,7 +42,9 @@ const MAX_DEPTH = 8;
 export function redactText(text: string): string {
   const masked = text
     .replace(URL_PASSWORD, `$1:${REDACTED}@`)
-    .replace(SCHEME_CREDENTIAL, `$1${REDACTED}`)
+    .replace(AUTHORIZATION, `$1${REDACTED}`)
+    .replace(BEARER, `$1${REDACTED}`)
+    .replace(BASIC, (match, scheme: string, encoded: string) => (Buffer.from(encoded, 'base64').toString('latin1').includes(':') ? `${scheme}${REDACTED}` : match))
     .replace(QUERY_CREDENTIAL, `$1${REDACTED}`)
     .replace(NAMED_CREDENTIAL, `$1${REDACTED}`);
   return masked.includes('\u0000') ? masked.replaceAll('\u0000', '') : masked;
@@ -66,10 +73,22 @@ function redactValue(value: unknown, depth: number, seen: WeakSet<object>): unkn
   try {
     if (value instanceof Error) return redactValue(errorObject(value), depth, seen);
     const json = (value as { toJSON?: unknown }).toJSON;
-    if (typeof json === 'function') return redactValue(json.call(value), depth + 1, seen);
+    if (typeof json === 'function') {
+      try {
+        return redactValue(json.call(value), depth + 1, seen);
+      } catch {
+        return '[unreadable]';
+      }
+    }
     if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1, seen));
     const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) {
+    for (const key of Object.keys(value)) {
+      let v: unknown;
+      try {
+        v = (value as Record<string, unknown>)[key];
+      } catch {
+        v = '[unreadable]'; // a getter that throws: the line is written all the same
+      }
       const masked = SECRET_KEY.test(key) && v !== undefined && v !== null && typeof v !== 'boolean' && typeof v !== 'number' ? REDACTED : redactValue(v, depth + 1, seen);
       // A field named `__proto__` (JSON.parse makes one) stays a field.
       if (key === '__proto__') Object.defineProperty(out, key, { value: masked, enumerable: true, writable: true, configurable: true });

@@ -583,7 +583,11 @@ export interface FanoutStore {
   taskSummary(query: { kind?: string; tenant?: string | null; statuses?: readonly TaskStatus[] }): Promise<TaskSummary>;
   itemCounts(taskId: string): Promise<ItemCounts>;
   failureGroups(taskId: string): Promise<FailureGroup[]>;
-  /** Stores log lines; best effort by the caller (a failure here never fails an item). */
+  /**
+   * Stores log lines; best effort by the caller (a failure here never fails an item). Rejects with
+   * an `invalid_argument` FanoutError when the database refused what a line holds, so the caller
+   * stores the batch line by line and loses only that line.
+   */
   appendItemLogs(entries: readonly ItemLogEntry[]): Promise<void>;
   /** An item's stored log lines, oldest first. */
   itemLogs(taskId: string, itemId: string, limit: number): Promise<ItemLogEntry[]>;

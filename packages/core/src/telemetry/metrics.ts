@@ -47,6 +47,8 @@ export class FanoutMetrics {
   readonly #errorTypes = new Map<string, Set<string>>();
   readonly #gauges: Array<(observe: (instrument: string, value: number, attributes: Attributes) => void) => Promise<void> | void> = [];
   #instruments: Instruments | null = null;
+  /** The database gauges' read in progress, if any. */
+  #gaugeRead: Promise<void> | null = null;
   /** Histogram attributes by definition (and outcome), made once: a record per item allocates none. */
   readonly #histogramAttributes = new Map<string, Attributes>();
 
@@ -108,15 +110,23 @@ export class FanoutMetrics {
     const database = [o.tasksActive, o.tasksOverdue, o.tasksStalled];
     const byName: Record<string, Observable> = { [METRIC.tasksActive]: o.tasksActive, [METRIC.tasksOverdue]: o.tasksOverdue, [METRIC.tasksStalled]: o.tasksStalled };
     const fromDatabase: BatchObservableCallback = async (result) => {
-      for (const gauge of this.#gauges) {
-        await withTimeout(
-          gauge((instrument, value, attributes) => {
+      // One read at a time: a read that outlived its collection's cut is not joined by another
+      // (slow scrapes would pile reads up on a database that is slow already).
+      if (this.#gaugeRead) return;
+      const read = (async () => {
+        for (const gauge of this.#gauges) {
+          await gauge((instrument, value, attributes) => {
             const target = byName[instrument];
             if (target) result.observe(target, value, attributes);
-          }),
-          GAUGE_READ_TIMEOUT_MS,
-        );
-      }
+          });
+        }
+      })();
+      this.#gaugeRead = read.then(
+        () => {},
+        () => {},
+      );
+      void this.#gaugeRead.then(() => (this.#gaugeRead = null));
+      await withTimeout(read, GAUGE_READ_TIMEOUT_MS);
     };
     const inMemory = Object.values(o).filter((instrument) => !database.includes(instrument));
     meter.addBatchObservableCallback(callback, inMemory);

@@ -1203,6 +1203,9 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.itemLogs(task.id, ids[0]!, 2)).toHaveLength(2);
         expect((await store.itemLogs(task.id, ids[1]!, 10)).map((l) => [l.attempt, l.message])).toEqual([[2, "other'); DROP TABLE fanout_item; --"]]);
         expect(await store.itemLogs(randomUUID(), ids[0]!, 10)).toEqual([]);
+        // A line whose content the database refuses (half a surrogate pair, which jsonb cannot hold)
+        // fails its batch as invalid_argument, so the caller can store the others line by line.
+        await expect(store.appendItemLogs([{ taskId: task.id, itemId: ids[0]!, attempt: 1, at, message: 'refused', data: { s: '\uD800' } }])).rejects.toMatchObject({ code: 'invalid_argument' });
       });
 
       it('gives a live view the unfinished tasks of a tenant, and those changed since a moment', async () => {

@@ -71,6 +71,11 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   if (task.status !== 'completed' && task.status !== 'failed') {
     throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`);
   }
+  // Read under the task's lock, which a retention batch holds while it deletes: once one has begun
+  // on the task, its items are going, and a retry would reopen a task with none left to run.
+  if (task.purged_at) {
+    throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${task.purged_at.toISOString()}); submit it again`, { field: 'taskId' });
+  }
   // A dispatch cut short never listed every item: re-running a part would end the task
   // "completed" with items that never existed. The task is submitted again instead.
   if (task.dispatch_cut) {

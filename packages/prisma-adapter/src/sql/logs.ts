@@ -1,14 +1,26 @@
 // Item logs: the lines handlers write with `ctx.log`, stored in batches so they can be read after
 // the item ran (the live stream only shows them to whoever watches at the time). One statement per
 // batch, whatever its size; a task's lines are deleted with it.
-import type { ItemLogEntry } from '@fanout/core';
+import { FanoutError, type ItemLogEntry } from '@fanout/core';
 import { json } from '../json.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
+import { sqlStateOf } from '../retry-on-conflict.ts';
 
 export async function appendItemLogs(db: PrismaQueryable, entries: readonly ItemLogEntry[]): Promise<void> {
   if (entries.length === 0) return;
   // Lines of a task deleted or purged meanwhile are skipped rather than failing the batch; the ids follow the
   // batch's order (the join under EXISTS may not), so lines read back in the order they were logged.
+  try {
+    await insertLines(db, entries);
+  } catch (error) {
+    // What a line holds was refused (SQLSTATE class 22, a data exception: a lone surrogate in its
+    // data, say): the caller can store the batch line by line and lose that line only.
+    if (sqlStateOf(error)?.startsWith('22')) throw new FanoutError('invalid_argument', `item log lines: the database refused what a line holds (${(error as Error).message})`, { cause: error });
+    throw error;
+  }
+}
+
+async function insertLines(db: PrismaQueryable, entries: readonly ItemLogEntry[]): Promise<void> {
   await db.$queryRaw`
     INSERT INTO fanout_item_log (task_id, item_id, attempt, at, message, data)
     SELECT x.task_id, x.item_id, x.attempt, x.at, x.message, x.data::jsonb

@@ -19,7 +19,8 @@ const TASKS_PER_BATCH = 100;
 export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
   let ids = (
     await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM fanout_task WHERE purging ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`
+      SELECT id FROM fanout_task WHERE purging AND status IN ('completed', 'failed', 'cancelled')
+      ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`
   ).map((r) => r.id);
   if (ids.length === 0) {
     ids = (
@@ -35,7 +36,8 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
             ORDER BY completed_at, id
             LIMIT ${TASKS_PER_BATCH}::int
           ) c WHERE c.before < ${limit}::int))
-          AND t.purged_at IS NULL
+          -- Read again under the lock: a retry may have reopened one meanwhile.
+          AND t.purged_at IS NULL AND t.status IN ('completed', 'failed', 'cancelled')
         ORDER BY t.id
         FOR UPDATE SKIP LOCKED`
     ).map((r) => r.id);

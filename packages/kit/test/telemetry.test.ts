@@ -59,7 +59,7 @@ describe('telemetry with an SDK registered', () => {
     const traceId = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
     const before = await otel.metrics();
-    const id = await submit({ count: 100, transient: ['n7'], limited: ['n1', 'n2', 'n3'], rated: ['n10', 'n11', 'n12'] }, { traceparent: `00-${traceId}-${callerSpan}-01` });
+    const id = await submit({ count: 100, transient: ['n7'], limited: ['n1', 'n2', 'n3'], rated: ['n10', 'n11', 'n12', 'n13', 'n14'] }, { traceparent: `00-${traceId}-${callerSpan}-01` });
     const task = await finished(id);
     expect(task).toMatchObject({ status: 'completed', total: 100, succeeded: 100, failed: 0 });
 
@@ -136,7 +136,7 @@ describe('telemetry with an SDK registered', () => {
     expect(retried[0]!.attributes[ATTR.outcome]).toBe('succeeded');
 
     // Limit waits are children of the item whose handler waited, with how long: the global limit's
-    // three, and the rate limit's (two calls a second: the third of three waited for the next).
+    // three, and the rate limit's (two calls a second: of five started together, three waited).
     const waits = byName(SPAN.limitWait);
     expect(waits.filter((w) => w.attributes[ATTR.limitKind] === 'global')).toHaveLength(3);
     const rateWaits = waits.filter((w) => w.attributes[ATTR.limitKind] === 'rate');

@@ -104,7 +104,7 @@ async function recoverLapsed(ctx: RuntimeContext): Promise<void> {
     // A line per item, naming it: which items a dead worker held, and what became of them.
     for (const item of recovered.items ?? []) {
       ctx.logger.info(item.outcome === 'requeued' ? 'a lapsed item goes back to pending' : `a lapsed item ${item.outcome === 'failed' ? 'failed on its last attempt' : 'was cancelled (its task is stopping)'}`, {
-        ...itemFields({ kind: item.kind, taskId: item.taskId, itemId: item.itemId, attempt: item.attempt }),
+        ...itemFields(item),
         recovery: item.outcome,
       });
     }
@@ -159,10 +159,7 @@ async function purgeFinished(ctx: RuntimeContext, retentionMs: number, kinds: re
   do {
     const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, kinds);
     if (purge.taskId === null) break;
-    if (purge.purged) {
-      const tasks = purge.tasks ?? [purge.taskId];
-      ctx.logger.info(tasks.length === 1 ? 'retention deleted the items of a finished task' : 'retention deleted the items of finished tasks', { taskId: tasks[0], ...(tasks.length > 1 ? { taskIds: tasks } : {}) });
-    }
+    if (purge.purged) ctx.logger.info('retention deleted the items of finished tasks', { taskIds: purge.tasks ?? [purge.taskId] });
   } while (performance.now() - started < PURGE_PASS_MS);
 }
 

@@ -140,16 +140,14 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
   vacuum: true,
 };
 
-/** How long the child queue's done jobs are kept: an hour, or the retention when it is shorter. */
-function childJobsKeptSeconds(maintenance: MaintenanceSettings): number {
-  return Math.min(3600, Math.ceil((maintenance.retentionMs ?? 3600_000) / 1000));
+/** How long done jobs are kept: `atMostSeconds`, or the retention when it is shorter. */
+function jobsKeptSeconds(maintenance: MaintenanceSettings, atMostSeconds: number): number {
+  return Math.min(atMostSeconds, Math.ceil((maintenance.retentionMs ?? atMostSeconds * 1000) / 1000));
 }
 
-/** How long pg-boss keeps a done manager job: its default (a week), or the retention when shorter. */
+/** The child queue's done jobs: an hour. A done manager job: pg-boss's week. (Or the retention.) */
+const CHILD_JOBS_KEPT_SECONDS = 3600;
 const MANAGER_JOBS_KEPT_SECONDS = 7 * 24 * 3600;
-function managerJobsKeptSeconds(maintenance: MaintenanceSettings): number {
-  return Math.min(MANAGER_JOBS_KEPT_SECONDS, Math.ceil((maintenance.retentionMs ?? MANAGER_JOBS_KEPT_SECONDS * 1000) / 1000));
-}
 
 function checkSettings(worker: WorkerSettings, maintenance: MaintenanceSettings, scheduling: SchedulingSettings): void {
   const ints: Array<[string, number, number]> = [
@@ -259,7 +257,7 @@ export class Fanout implements AsyncDisposable {
         monitorIntervalSeconds: 15,
         // pg-boss deletes a queue's done jobs in its maintenance pass, by default once a day: the
         // child queue's would then stay a day whatever their deleteAfterSeconds.
-        maintenanceIntervalSeconds: childJobsKeptSeconds(this.#maintenance),
+        maintenanceIntervalSeconds: jobsKeptSeconds(this.#maintenance, CHILD_JOBS_KEPT_SECONDS),
         ...(options.boss as ConstructorOptions),
         openTelemetry: bossTelemetry(options.telemetry, (options.boss as ConstructorOptions).openTelemetry),
       });
@@ -438,7 +436,7 @@ export class Fanout implements AsyncDisposable {
       heartbeatSeconds: child.heartbeatSeconds,
       // A done job is of no use to anyone: it claimed items, the items carry the work. Kept an
       // hour, or as long as the items when a shorter retention is set.
-      deleteAfterSeconds: childJobsKeptSeconds(this.#maintenance),
+      deleteAfterSeconds: jobsKeptSeconds(this.#maintenance, CHILD_JOBS_KEPT_SECONDS),
       notify: true,
     };
     const managerQueue = {
@@ -448,7 +446,7 @@ export class Fanout implements AsyncDisposable {
       expireInSeconds: manager.expireInSeconds,
       heartbeatSeconds: manager.heartbeatSeconds,
       // Kept no longer than the task's details: with many small tasks, a job each adds up.
-      deleteAfterSeconds: managerJobsKeptSeconds(this.#maintenance),
+      deleteAfterSeconds: jobsKeptSeconds(this.#maintenance, MANAGER_JOBS_KEPT_SECONDS),
       notify: true,
     };
     await this.#boss.createQueue(definition.deadLetterQueue, deadLetter);

@@ -121,11 +121,9 @@ export class FanoutMetrics {
           });
         }
       })();
-      this.#gaugeRead = read.then(
-        () => {},
-        () => {},
-      );
-      void this.#gaugeRead.then(() => (this.#gaugeRead = null));
+      this.#gaugeRead = read.catch(() => {}).then(() => {
+        this.#gaugeRead = null;
+      });
       await withTimeout(read, GAUGE_READ_TIMEOUT_MS);
     };
     const inMemory = Object.values(o).filter((instrument) => !database.includes(instrument));

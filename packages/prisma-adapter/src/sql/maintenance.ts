@@ -49,6 +49,7 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
     FOR UPDATE OF i`;
   let requeued = 0;
   let failed: RecoverResult['failed'] = { settled: [], tasks: [] };
+  const items: NonNullable<RecoverResult['items']> = [];
   if (lapsed.length > 0) {
     // Re-read the tasks' status under a share lock, for the same reason as in releaseClaims.
     const running = new Set(
@@ -88,13 +89,14 @@ export async function recoverLapsedItems(tx: PrismaQueryable, limit: number, enq
       requeued = requeue.length;
     }
     if (settle.length > 0) failed = await settleAndIncrement(tx, settle);
+    // What became of each, for the log lines that name it (a settle the statement skipped did not happen).
+    const recovered = (r: (typeof lapsed)[number], outcome: 'requeued' | 'failed' | 'cancelled') => ({ kind: r.kind, taskId: r.task_id, itemId: r.id, attempt: r.attempts, outcome });
+    const stored = new Set(failed.settled);
+    const byId = new Map(lapsed.map((r) => [r.id, r]));
+    items.push(...requeue.map((r) => recovered(r, 'requeued')));
+    for (const o of settle) if (stored.has(o.itemId)) items.push(recovered(byId.get(o.itemId)!, o.status as 'failed' | 'cancelled'));
   }
   await tx.$queryRaw`DELETE FROM fanout_claim WHERE ctid = ANY(${rids}::tid[]) RETURNING 1 AS gone`;
-  const stored = new Set(failed.settled);
-  const items = lapsed.flatMap((r) => {
-    const outcome = r.task_status === 'running' && r.attempts < r.max_attempts ? 'requeued' : r.task_status === 'running' ? 'failed' : 'cancelled';
-    return outcome === 'requeued' || stored.has(r.id) ? [{ kind: r.kind, taskId: r.task_id, itemId: r.id, attempt: r.attempts, outcome } as const] : [];
-  });
   return { requeued, failed, items };
 }
 

@@ -19,7 +19,7 @@ import pg from 'pg';
 import { createAppRuntime } from '../src/db.ts';
 import { databaseMs, machineCpuSeconds, machineCpuSince } from './clock.ts';
 import { noop } from './noop.ts';
-import { benchServer } from './server.ts';
+import { benchServer, statementTimes } from './server.ts';
 
 // BENCH_SIZES=0 skips raw against Fanout (to run only the telemetry pairs, BENCH_OTEL_SIZE).
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number).filter((n) => n > 0);
@@ -118,6 +118,8 @@ async function measureBaseline(mode: 'raw-wellrun' | 'flow', n: number) {
  */
 async function measureFanout(n: number, otel = false, warmup = 0) {
   const url = await freshDatabase(`bench_fanout_${n}`);
+  const statements = statementTimes(url);
+  await statements.reset();
   const traceId = randomBytes(16).toString('hex');
   const env = { BENCH_OTEL: otel ? '1' : '0', BENCH_TRACE_ID: traceId };
   const manager = run(['fanout-manager', url], true, env);
@@ -187,6 +189,9 @@ async function measureFanout(n: number, otel = false, warmup = 0) {
     spans: (managerStats.spans ?? 0) + (childStats.spans ?? 0),
     spansByName: sumByName(managerStats.spansByName, childStats.spansByName),
     itemSpansInTrace: childStats.itemSpansInTrace ?? 0,
+    // BENCH_STATEMENTS=1: the run's slowest statements on the server (the maintenance queries'
+    // target reads these: under 50 ms each).
+    ...(await statements.read().then((slowest) => (slowest ? { slowestStatements: slowest } : {}))),
   };
 }
 

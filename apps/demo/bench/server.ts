@@ -4,6 +4,42 @@ import { join } from 'node:path';
 import { applyMigrations, startPostgres, withDatabase } from '@fanout/testdb';
 import pg from 'pg';
 
+const statementsWanted = process.env.BENCH_STATEMENTS === '1';
+
+/**
+ * The statements of one database as the server timed them (pg_stat_statements), the slowest first
+ * by their longest run: null when the server does not keep them (BENCH_STATEMENTS unset, or a
+ * DATABASE_URL server without the module). `reset()` before the run, `read()` after it.
+ */
+export function statementTimes(dbUrl: string) {
+  const query = async <T extends pg.QueryResultRow>(sql: string): Promise<T[] | null> => {
+    if (!statementsWanted) return null;
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    try {
+      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      return (await client.query<T>(sql)).rows;
+    } catch {
+      return null; // not preloaded on this server
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    async reset(): Promise<void> {
+      await query('SELECT pg_stat_statements_reset()');
+    },
+    async read(top = 20): Promise<Array<{ query: string; calls: number; meanMs: number; maxMs: number }> | null> {
+      const rows = await query<{ query: string; calls: string; mean: number; max: number }>(
+        `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean, max_exec_time AS max
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+         ORDER BY max_exec_time DESC LIMIT ${Number(top)}`,
+      );
+      return rows?.map((r) => ({ query: r.query.slice(0, 160), calls: Number(r.calls), meanMs: Math.round(r.mean * 100) / 100, maxMs: Math.round(r.max * 100) / 100 })) ?? null;
+    },
+  };
+}
+
 /**
  * The benchmarks' PostgreSQL: DATABASE_URL's server when set, otherwise an embedded one (durable,
  * like production) in a temp folder. `database(name)` makes a fresh database with migrations.
@@ -16,7 +52,10 @@ export async function benchServer() {
     // As root the server runs as the postgres user, who must be able to enter our folder
     // (otherwise testdb places the cluster elsewhere, and removing this folder would leave it).
     chmodSync(dir, 0o711);
-    const server = await startPostgres({ dataDir: join(dir, 'pg') });
+    // BENCH_STATEMENTS=1: the server keeps statement statistics (pg_stat_statements), and the
+    // runs of Fanout alone print their slowest statements as the server timed them.
+    const settings = statementsWanted ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : undefined;
+    const server = await startPostgres({ dataDir: join(dir, 'pg'), ...(settings ? { settings } : {}) });
     url = server.url;
     stop = async () => {
       await server.stop();

@@ -1,4 +1,4 @@
-import type { Logger } from '@fanout/core';
+import { maskedLogger, type Logger } from '@fanout/core';
 import pg from 'pg';
 import { liveCounts } from './telemetry.ts';
 import { assertChannel, isStateEvent, isTerminalEvent, MAX_NOTIFY_BYTES, taskEventSchema, type TaskEvent, type TaskStateEvent, type Wire } from './events.ts';
@@ -103,7 +103,7 @@ export class TaskEventPublisher implements AsyncDisposable {
       throw new Error('publisher: pass a pool or a connectionString');
     }
     this.#coalesceMs = options.coalesceMs ?? 100;
-    this.#logger = options.logger;
+    this.#logger = options.logger && maskedLogger(options.logger);
   }
 
   /** Notifications sent so far by this publisher. */

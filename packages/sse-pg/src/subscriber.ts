@@ -1,4 +1,4 @@
-import type { Logger } from '@fanout/core';
+import { maskedLogger, type Logger } from '@fanout/core';
 import pg from 'pg';
 import { assertChannel, taskEventSchema, wireSchema, type TaskEvent } from './events.ts';
 
@@ -57,7 +57,7 @@ export class TaskEventSubscriber implements AsyncDisposable {
       livenessMs: options.livenessMs ?? 10_000,
       livenessTimeoutMs: options.livenessTimeoutMs ?? 5000,
     };
-    this.#logger = options.logger;
+    this.#logger = options.logger && maskedLogger(options.logger);
   }
 
   /** Connects and listens; resolves once the first LISTEN is in place. */

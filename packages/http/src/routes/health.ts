@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { maskedLogger } from '@fanout/core';
 import { route, type RouteSpec } from '../route.ts';
 import { healthSchema } from '../schemas.ts';
 import type { TaskRoutesOptions } from './context.ts';
@@ -6,6 +7,7 @@ import type { TaskRoutesOptions } from './context.ts';
 /** `/healthz` and `/readyz`: the process is up; the database and the queue answer. No token. */
 export function healthRoutes(options: Pick<TaskRoutesOptions, 'fanout' | 'definition' | 'ready' | 'logger'>): RouteSpec[] {
   const { fanout, definition } = options;
+  const logger = options.logger && maskedLogger(options.logger);
   return [
     route({ method: 'get', path: '/healthz', summary: 'The process is up', responses: { 200: healthSchema }, auth: false, handler: (c) => c.json({ ok: true }) }),
     route({
@@ -23,7 +25,7 @@ export function healthRoutes(options: Pick<TaskRoutesOptions, 'fanout' | 'defini
           } catch (error) {
             // The reason goes to the log, not to whoever asks (it may name hosts or users).
             checks[name] = 'failed';
-            options.logger?.warn('readiness check failed', { check: name, error: (error as Error).message });
+            logger?.warn('readiness check failed', { check: name, error: (error as Error).message });
           }
         };
         await check('database', () => fanout.store.getTask(randomUUID()));

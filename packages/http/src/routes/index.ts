@@ -1,4 +1,4 @@
-import { consoleLogger } from '@fanout/core';
+import { consoleLogger, maskedLogger } from '@fanout/core';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { FailedAttempts } from '../auth/failed-attempts.ts';
@@ -31,7 +31,7 @@ export function routerOf(
 ): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   // Without a logger of the app's, a 500 still reaches stderr: an operator must be able to find it.
-  const logger = options.logger ?? consoleLogger('error');
+  const logger = maskedLogger(options.logger ?? consoleLogger('error'));
   const log = (message: string, data: Record<string, unknown>) => logger.error(message, data);
   app.use('*', requestId());
   // The API's headers on its own paths only: a router mounted at the root (health) must not

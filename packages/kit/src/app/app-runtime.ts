@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { consoleLogger, type Fanout, type Logger } from '@fanout/core';
+import { consoleLogger, maskedLogger, type Fanout, type Logger } from '@fanout/core';
 import type { MeterProvider, TextMapPropagator, TracerProvider } from '@opentelemetry/api';
 import { migrationsDir as fanoutMigrations } from '@fanout/prisma-adapter';
 import { liveCounts } from '@fanout/sse-pg';
@@ -30,7 +30,8 @@ export async function openApp<P extends AppPrismaClient, E extends EnvShape, S e
   options: { env: Env<E>; role: ProcessRole; databaseUrl: string; logger?: Logger; meterProvider?: MeterProvider; tracerProvider?: TracerProvider; propagator?: TextMapPropagator },
 ): Promise<AppRuntime<P, E, S>> {
   const { env, role } = options;
-  const logger = options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid });
+  // Masked whatever logger the app plugs in: the kit's own lines, the app's and the runtime's.
+  const logger = maskedLogger(options.logger ?? consoleLogger(env.FANOUT_LOG_LEVEL, { app: app.name, role, pid: process.pid }));
   const db = openPrismaDatabase({
     databaseUrl: options.databaseUrl,
     prisma: app.prisma,

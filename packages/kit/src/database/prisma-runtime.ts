@@ -1,4 +1,4 @@
-import { consoleLogger, createFanout, type AnyFanoutDefinition, type Fanout, type FanoutRuntimeOptions, type Logger, type TelemetryOptions } from '@fanout/core';
+import { consoleLogger, createFanout, maskedLogger, type AnyFanoutDefinition, type Fanout, type FanoutRuntimeOptions, type Logger, type TelemetryOptions } from '@fanout/core';
 import { prismaFanoutStore, type PrismaClientLike, type PrismaFanoutStore } from '@fanout/prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
@@ -28,7 +28,7 @@ export interface PrismaDatabase<P extends AppPrismaClient> {
 }
 
 export function openPrismaDatabase<P extends AppPrismaClient>(options: PrismaDatabaseOptions<P>): PrismaDatabase<P> {
-  const logger = options.logger ?? consoleLogger('warn');
+  const logger = maskedLogger(options.logger ?? consoleLogger('warn'));
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.poolSize ?? 10,

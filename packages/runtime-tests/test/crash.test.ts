@@ -162,6 +162,17 @@ describe('crashes', () => {
     await t.app.fanout.runMaintenance();
     expect(await t.app.fanout.getTask(task.id)).toMatchObject({ status: 'failed', stopReason: 'manager_failed', total: 0 });
 
+    // The same, cancelled by its user meanwhile (or stopped by its deadline): it stays stopping
+    // until its dispatch ends, which no manager will do; the loop ends it, as the user asked.
+    const cancelled = await t.app.fanout.submit('test_batch', { count: 10 });
+    await t.app.prisma.$executeRaw`UPDATE pgboss.job SET state = 'failed' WHERE name = 'test_batch_manager' AND id = ${cancelled.id}::uuid`;
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET status = 'running' WHERE id = ${cancelled.id}::uuid`;
+    await t.app.fanout.cancel(cancelled.id);
+    expect(await t.app.fanout.getTask(cancelled.id)).toMatchObject({ status: 'stopping', dispatchedAt: null });
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${cancelled.id}::uuid`;
+    await t.app.fanout.runMaintenance();
+    expect(await t.app.fanout.getTask(cancelled.id)).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', total: 0 });
+
     // A manager still queued (just waiting its turn) is left alone.
     const waiting = await t.app.fanout.submit('test_batch', { count: 10 });
     await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${waiting.id}::uuid`;

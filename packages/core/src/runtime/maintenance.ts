@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { FanoutError } from '../errors/errors.ts';
-import type { TaskRecord } from '../store/types.ts';
+import { isTerminalTaskStatus, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { childLogger, errorFields, itemFields, taskFields } from './logger.ts';
 
@@ -135,8 +135,10 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
     }
     if (result.finished) ctx.announceTask({ ...result.task, finished: true, overFailureLimit: false });
     // A task whose dispatch never ended and whose manager job is gone for good (its process
-    // crashed on the last attempt): what was dispatched runs, the rest never will.
-    if (!result.task.dispatched && (result.task.status === 'queued' || result.task.status === 'running') && !(await ctx.managerAlive(result.task))) {
+    // crashed on the last attempt): what was dispatched runs, the rest never will. A stopping one
+    // too (cancelled or past its deadline meanwhile): it waits for its dispatch to end, which only
+    // its manager did; the stop keeps its reason.
+    if (!result.task.dispatched && !isTerminalTaskStatus(result.task.status) && !(await ctx.managerAlive(result.task))) {
       const stopped = await store.stopTask(taskId, 'manager_failed', 'the manager job ended without finishing the dispatch');
       if (stopped) ctx.announceTask(stopped.task);
       continue;

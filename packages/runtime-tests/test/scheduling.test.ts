@@ -95,6 +95,31 @@ describe('scheduling', () => {
     for (let i = 1; i < rows.length; i++) expect(rows[i]!.first.getTime()).toBeGreaterThanOrEqual(rows[i - 1]!.completed.getTime());
   }, 60_000);
 
+  it("a capped tenant's next task starts when its running task is cancelled, not once that task's last items end", async () => {
+    await using t = await testApp();
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_MAX_RUNNING_TASKS: 1, FANOUT_RECONCILE_IDLE_MS: 600_000 });
+    // Its two items ignore their abort signal: after the cancel they run on for seconds.
+    const first = await t.app.fanout.submit('test_batch', { count: 2, item: { stubbornMs: 6000 } }, { tenant: 'q' });
+    await waitFor(async () => (await t.app.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM fanout_item WHERE task_id = ${first.id}::uuid AND status = 'running'`)[0]!.n === 2, { message: 'both items running' });
+    const next = await t.app.fanout.submit('test_batch', { count: 3 }, { tenant: 'q' });
+    // The next task waits behind the cap: dispatched, the jobs its dispatch queued found nothing to
+    // claim and ended, and none is left in the queue to serve it.
+    await waitFor(async () => (await t.app.fanout.getTask(next.id))!.dispatchedAt !== null, { message: 'the next task dispatched' });
+    await waitFor(
+      async () => (await t.app.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'test_batch_child' AND state IN ('created', 'retry', 'active')`)[0]!.n === 0,
+      { message: 'the child queue to be empty' },
+    );
+    expect(await settled(t, next.id)).toBe(0);
+    await t.app.fanout.cancel(first.id);
+    // A stopping task no longer holds the cap: the next one runs while the cancelled one's items
+    // are still running, so it completes first.
+    const done = await finished(t, next.id, 30_000);
+    expect(done).toMatchObject({ status: 'completed', succeeded: 3 });
+    const ended = await finished(t, first.id, 30_000);
+    expect(ended.status).toBe('cancelled');
+    expect(done.completedAt!.getTime()).toBeLessThan(ended.completedAt!.getTime());
+  }, 60_000);
+
   it('a tenant named like an object property (constructor, toString, __proto__) is served like any other', async () => {
     await using t = await testApp();
     await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 10, FANOUT_TENANT_WEIGHTS: JSON.stringify({ other: 2 }) });

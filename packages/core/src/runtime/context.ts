@@ -39,7 +39,11 @@ export interface RuntimeContext {
   withEnqueuer<T>(call: (enqueue: EnqueueWork) => Promise<T>): Promise<T>;
   /** Announces what a settle (or stop, or reconcile) did: events, fan-in, failure tolerance. */
   afterSettle(result: SettleResult): void;
-  announceTask(task: SettledTask): void;
+  /**
+   * Announces a task's ending (when it finished) and runs its fan-in. `stopped`: a stop just took
+   * it out of `running` (it is stopping or ended), so its tenant's next task may run under a cap.
+   */
+  announceTask(task: SettledTask, stopped?: boolean): void;
   /** Emits a task's ending and delivers it to the durable listeners; records it as announced when they took it. */
   announceEnding(task: TaskCounts): Promise<void>;
   /** Logs a background failure (with `fields`: the ids it is about) and emits it on `error`. */

@@ -119,7 +119,7 @@ async function stopOverdue(ctx: RuntimeContext): Promise<void> {
   for (const taskId of await store.overdueTasks(100)) {
     const stopped = await store.stopTask(taskId, 'deadline', 'the task passed its deadline');
     if (stopped?.changed) ctx.logger.info('task passed its deadline', taskFields(stopped.task));
-    if (stopped) ctx.announceTask(stopped.task);
+    if (stopped) ctx.announceTask(stopped.task, stopped.changed);
   }
 }
 
@@ -140,7 +140,7 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
     // its manager did; the stop keeps its reason.
     if (!result.task.dispatched && !isTerminalTaskStatus(result.task.status) && !(await ctx.managerAlive(result.task))) {
       const stopped = await store.stopTask(taskId, 'manager_failed', 'the manager job ended without finishing the dispatch');
-      if (stopped) ctx.announceTask(stopped.task);
+      if (stopped) ctx.announceTask(stopped.task, stopped.changed);
       continue;
     }
     // A running task that went quiet with pending items (its tenant's jobs dead-lettered during a

@@ -85,7 +85,7 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
     }
     ctx.logger.error('manager failed; stopping the task', { definition: definition.name, taskId, attempt: job.retryCount + 1, ...errorFields(error) });
     const stopped = await ctx.store.stopTask(taskId, 'manager_failed', `${classified.code}: ${classified.message}`);
-    if (stopped) ctx.announceTask(stopped.task);
+    if (stopped) ctx.announceTask(stopped.task, true);
   } finally {
     ctx.shutdown.removeEventListener('abort', onAbort);
     job.signal.removeEventListener('abort', onAbort);

@@ -282,7 +282,7 @@ export class Fanout implements AsyncDisposable {
       definition: (kind) => self.definition(kind),
       withEnqueuer: (call) => self.#withEnqueuer(call),
       afterSettle: (result) => self.#afterSettle(result),
-      announceTask: (task) => self.#announceTask(task),
+      announceTask: (task, stopped) => self.#announceTask(task, stopped),
       announceEnding: (task) => self.#announceEnding(task),
       reportError: (error, context, fields) => self.#reportError(error, context, fields),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
@@ -583,7 +583,7 @@ export class Fanout implements AsyncDisposable {
     if (!result.changed && isTerminalTaskStatus(result.task.status)) {
       throw new FanoutError('conflict', `task ${taskId} already ${result.task.status}; only a queued or running task can be cancelled`);
     }
-    this.#announceTask(result.task);
+    this.#announceTask(result.task, true);
     this.events.emit('task.progress', { ...result.task, at: Date.now() });
     return result.task;
   }
@@ -885,23 +885,31 @@ export class Fanout implements AsyncDisposable {
           .then((stopped) => {
             if (!stopped) return;
             this.events.emit('task.progress', { ...taskCountsOf(stopped.task), at: Date.now() });
-            this.#announceTask(stopped.task);
+            this.#announceTask(stopped.task, true);
           })
           .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`, taskFields(task)));
       }
     }
   }
 
-  /** Announces the ending of a task this process finished, and runs its fan-in. */
-  #announceTask(task: SettledTask): void {
+  /**
+   * Announces the ending of a task this process finished, and runs its fan-in. `stopped`: a stop
+   * (a cancel, its deadline, its failure tolerance, its manager's failure) just took it out of
+   * `running`, whether or not it ended.
+   */
+  #announceTask(task: SettledTask, stopped = false): void {
+    // With a cap on a tenant's running tasks, its next waiting task may run once this one ended or
+    // stopped (a stopping task's items still running do not hold the cap): its jobs' chains ended
+    // when they found nothing to claim, so the tenant's window is topped up for it. A stop does it
+    // whatever this process's own settings: a cancel comes through an API process, and the cap is
+    // the workers'.
+    const capped = this.#scheduling.maxRunningTasksPerTenant !== null;
+    if (((task.finished && capped) || stopped) && this.#definitions.has(task.kind) && this.#state === 'started') {
+      void this.#topUp(task.kind, windowTickets(this.#scheduling, task.tenant));
+    }
     if (!task.finished) return;
     this.telemetry.taskFinished(task);
     void this.#announceEnding(task);
-    // With a cap on a tenant's running tasks, its next waiting task may run now: its jobs' chains
-    // ended when they found nothing to claim, so the tenant's window is topped up for it.
-    if (this.#scheduling.maxRunningTasksPerTenant !== null && this.#definitions.has(task.kind) && this.#state === 'started') {
-      void this.#topUp(task.kind, windowTickets(this.#scheduling, task.tenant));
-    }
     // The fan-in runs where jobs run: an API process that ended a task (a cancel) leaves it to them.
     if (this.#definitions.has(task.kind) && this.#state === 'started' && this.#runsJobs) {
       this.#endings.fanIn(task.id, task.kind).catch((error) => this.#reportError(error, `fan-in of task ${task.id}`, taskFields(task)));

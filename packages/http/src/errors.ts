@@ -79,7 +79,7 @@ export function errorResponse(c: Context, error: unknown, log: (message: string,
     const body: ErrorBody = {
       error: { code: error.code, message: error.message, ...(error.field ? { issues: [{ field: error.field, rule: error.code, message: error.message }] } : {}) },
     };
-    return c.json(body, STATUS_OF[error.code]);
+    return c.json(body, STATUS_OF[error.code], error.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) });
   }
   if ((error as { name?: string })?.name === 'ZodError') return errorResponse(c, validationError('body', error as z.ZodError), log);
   const requestId = requestIdOf(c) ?? randomUUID();

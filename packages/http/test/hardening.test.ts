@@ -1,8 +1,9 @@
+import { FanoutError } from '@fanout/core';
 import { collectEventStream, TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { route, taskRoutes, type Principal } from '../src/index.ts';
+import { errorResponse, route, taskRoutes, type Principal } from '../src/index.ts';
 import { testApp, waitFor, type TestApp } from './fixtures/test-app.ts';
 
 // What hostile or careless clients send: numbers past what the database holds, cursors of
@@ -91,6 +92,24 @@ describe('hardened HTTP layer', () => {
     // The largest values allowed are served.
     const res = await call('POST', '/tasks', { body: { input: { count: 1 }, options: { maxFailures: 2 ** 31 - 1, deadlineMs: 365 * 24 * 3600_000 } } });
     expect(res.status).toBe(202);
+  });
+
+  it('answers a conflict that passes by itself (a task whose ending is being delivered) with 409 and Retry-After', async () => {
+    const app = new Hono();
+    app.onError((error, c) => errorResponse(c, error, () => {}));
+    app.get('/passing', () => {
+      throw new FanoutError('conflict', 'try again in a moment', { field: 'taskId', retryAfterMs: 1500 });
+    });
+    app.get('/final', () => {
+      throw new FanoutError('conflict', 'already finished');
+    });
+    const passing = await app.request('/passing');
+    expect(passing.status).toBe(409);
+    expect(passing.headers.get('retry-after')).toBe('2');
+    expect(await passing.json()).toMatchObject({ error: { code: 'conflict', message: 'try again in a moment' } });
+    const final = await app.request('/final');
+    expect(final.status).toBe(409);
+    expect(final.headers.get('retry-after')).toBeNull();
   });
 
   it('answers cursors of times PostgreSQL cannot hold with 400, not 500', async () => {

@@ -1,5 +1,9 @@
-import { FanoutError } from '@fanout/core';
+import { FanoutError, silentLogger } from '@fanout/core';
+import { migrationsDir } from '@fanout/prisma-adapter';
+import { createTestDatabase } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
+import { createAppRuntime } from './fixtures/app-runtime.ts';
+import { testDefinition } from './fixtures/definitions.ts';
 import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
 
@@ -51,6 +55,49 @@ describe('task controls', () => {
       { round: 2, n: 10 },
     ]);
     await expect(t.app.fanout.retryFailed(task.id)).rejects.toMatchObject({ code: 'conflict' });
+  });
+
+  it('a retry asked for the moment a task ended waits for that ending: announced and its fan-in run, then the new round', async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const fanIns: string[] = [];
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    // Round 1's fan-in takes a while (it waits for the gate); its ending's first delivery fails (a
+    // broadcast out for a moment), so the maintenance loop announces it again a second later.
+    const definition = testDefinition({
+      onFinish: async (id, round, status) => {
+        if (round === 1) await gate;
+        fanIns.push(`${round} ${status}`);
+      },
+    });
+    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200, announceGraceMs: 1000 }, logger: silentLogger });
+    await using _ = { [Symbol.asyncDispose]: () => app.close() };
+    const delivered: string[] = [];
+    let broadcastDown = true;
+    app.fanout.events.onEnding(async (type, event) => {
+      if (broadcastDown) {
+        broadcastDown = false;
+        throw new Error('broadcast unreachable');
+      }
+      delivered.push(`${event.round} ${type}`);
+    });
+    app.fanout.events.on('error', () => {});
+    await app.fanout.start();
+    const task = await app.fanout.submit('test_batch', { count: 3, every: 2, special: { permanent: true, permanentUntilRound: 2 } });
+    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 1 to end' });
+    const retry = app.fanout.retryFailed(task.id);
+    let retried = false;
+    void retry.then(() => (retried = true), () => {});
+    await waitFor(() => delivered.includes('1 task.completed'), { message: "round 1's ending delivered again", timeoutMs: 20_000 });
+    // Its fan-in has not run: the retry still waits.
+    expect(retried).toBe(false);
+    expect(await app.fanout.getTask(task.id)).toMatchObject({ round: 1, status: 'completed' });
+    openGate();
+    expect(await retry).toMatchObject({ retried: 2, task: { round: 2 } });
+    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 2 to end' });
+    await waitFor(() => fanIns.length === 2 && delivered.length === 2, { message: "round 2's fan-in and ending" });
+    expect(fanIns).toEqual(['1 completed', '2 completed']);
+    expect(delivered).toEqual(['1 task.completed', '2 task.completed']);
   });
 
   it('tolerated failures: the task fails early once more items failed than it tolerates', async () => {

@@ -19,11 +19,17 @@ export class FanoutError extends Error {
   readonly code: FanoutErrorCode;
   /** The input field the error is about, when there is one (e.g. `name`, `input.documentIds`). */
   readonly field: string | undefined;
+  /**
+   * A conflict that passes by itself (the same call succeeds a moment later): about how long to
+   * wait. The HTTP layer answers it with a `Retry-After` header.
+   */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: FanoutErrorCode, message: string, options?: { cause?: unknown; field?: string }) {
+  constructor(code: FanoutErrorCode, message: string, options?: { cause?: unknown; field?: string; retryAfterMs?: number }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.field = options?.field;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

@@ -4,6 +4,7 @@ import { resolveLimits, type AnyFanoutDefinition, type FanoutDefinition } from '
 import { assertJobPayload } from '../define/names.ts';
 import { FanoutError } from '../errors/errors.ts';
 import { FanoutEvents } from '../events/events.ts';
+import { delay as abortableDelay } from '../limits/abortable.ts';
 import { GlobalLimit, RateLimit, type GlobalLimitOptions, type RateLimitOptions } from '../limits/global-limit.ts';
 import {
   isTerminalTaskStatus,
@@ -144,6 +145,13 @@ const DEFAULT_MAINTENANCE: MaintenanceSettings = {
 function jobsKeptSeconds(maintenance: MaintenanceSettings, atMostSeconds: number): number {
   return Math.min(atMostSeconds, Math.ceil((maintenance.retentionMs ?? atMostSeconds * 1000) / 1000));
 }
+
+/**
+ * A retry asked for the moment its task ended waits this long at most for the ending to be
+ * announced and the fan-in to run (looking every `RETRY_POLL_MS`), then answers the conflict.
+ */
+const RETRY_WAIT_MS = 10_000;
+const RETRY_POLL_MS = 50;
 
 /** The child queue's done jobs: an hour. A done manager job: pg-boss's week. (Or the retention.) */
 const CHILD_JOBS_KEPT_SECONDS = 3600;
@@ -613,7 +621,7 @@ export class Fanout implements AsyncDisposable {
     if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {
       throw new FanoutError('conflict', `task ${taskId}: it finished too long ago to be retried (its items are about to be deleted by retention); submit it again`, { field: 'taskId' });
     }
-    const retry = (trace: Record<string, string> | null) =>
+    const once = (trace: Record<string, string> | null) =>
       this.#withEnqueuer((enqueue) =>
         this.store.retryFailed(taskId, enqueue, {
           ...(deadlineMs === null ? {} : { deadlineAt: new Date(Date.now() + deadlineMs) }),
@@ -622,6 +630,22 @@ export class Fanout implements AsyncDisposable {
           ...(trace ? { trace } : {}),
         }),
       );
+    // A task that has just ended is retried once its ending was announced and its fan-in ran (the
+    // store refuses until then, so that neither is lost to the new round): a retry asked for the
+    // moment the task ended waits for them, for up to `RETRY_WAIT_MS`.
+    const retry = async (trace: Record<string, string> | null) => {
+      const until = performance.now() + RETRY_WAIT_MS;
+      for (;;) {
+        try {
+          return await once(trace);
+        } catch (error) {
+          if (!(error instanceof FanoutError && error.retryAfterMs !== undefined) || performance.now() >= until) throw error;
+          await abortableDelay(Math.min(RETRY_POLL_MS, until - performance.now()), this.#shutdown.signal).catch(() => {
+            throw error;
+          });
+        }
+      }
+    };
     const result = finished ? await this.telemetry.retryFailed(finished.kind, taskId, retry) : await retry(null);
     this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;

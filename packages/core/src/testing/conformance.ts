@@ -93,6 +93,24 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       ...(status === 'succeeded' ? { result: { ok: itemId } } : status === 'failed' ? { error: { code: 'boom', message: 'boom' } } : {}),
     });
 
+    /**
+     * What the runtime does after a task ends, done here by hand: its ending recorded as announced
+     * and its fan-in as run (a retry is refused until both are, so neither is lost to the new round).
+     */
+    async function endingDelivered(taskId: string): Promise<void> {
+      const task = await store.getTask(taskId);
+      if (!task || !['completed', 'failed', 'cancelled'].includes(task.status)) return;
+      await store.markAnnounced(taskId, task.round);
+      const token = randomUUID();
+      if (await store.claimFanIn(taskId, [task.kind], LEASE, token)) await store.completeFanIn(taskId, task.round, token);
+    }
+
+    /** `retryFailed` of a task whose ending was delivered. */
+    async function retryEnded(...[taskId, ...rest]: Parameters<FanoutStore['retryFailed']>): ReturnType<FanoutStore['retryFailed']> {
+      await endingDelivered(taskId);
+      return store.retryFailed(taskId, ...rest);
+    }
+
     /** A task of one item, finished: its item claimed and settled succeeded. */
     async function finishedTask(): Promise<TaskRecord> {
       const { task, ids } = await dispatched(1);
@@ -713,7 +731,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.claimItems(ids, token, LEASE);
         await store.settleItems([outcome(ids[0]!, token), outcome(ids[1]!, token, 'failed'), outcome(ids[2]!, token, 'failed')]);
         const rec = recorder();
-        const retry = await store.retryFailed(task.id, rec.enqueue);
+        const retry = await retryEnded(task.id, rec.enqueue);
         expect(retry.retried).toBe(2);
         expect(retry.task).toMatchObject({ status: 'running', round: 2, succeeded: 1, failed: 0, total: 3, completedAt: null });
         expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null }]);
@@ -728,15 +746,34 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(end.tasks[0]).toMatchObject({ status: 'completed', succeeded: 2, failed: 1, round: 2, finished: true });
       });
 
+      it("waits for the ending of the round that ended: refused (a conflict that passes, with retryAfterMs) until it was announced and its fan-in ran", async () => {
+        const { task, ids } = await dispatched(1);
+        const token = randomUUID();
+        await store.claimItems(ids, token, LEASE);
+        await store.settleItems([outcome(ids[0]!, token, 'failed')]);
+        const refused = { code: 'conflict', retryAfterMs: expect.any(Number) };
+        await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
+        await store.markAnnounced(task.id, 1);
+        await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
+        const fanIn = randomUUID();
+        expect(await store.claimFanIn(task.id, [kind], LEASE, fanIn)).not.toBeNull();
+        await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
+        await store.completeFanIn(task.id, 1, fanIn);
+        expect(await store.retryFailed(task.id, recorder().enqueue)).toMatchObject({ retried: 1, task: { round: 2, status: 'running' } });
+        // A conflict that does not pass by itself says so by having no retryAfterMs.
+        const running = await store.retryFailed(task.id, recorder().enqueue).catch((error: unknown) => error);
+        expect(running).toMatchObject({ code: 'conflict', retryAfterMs: undefined });
+      });
+
       it('refuses a running task, a task without failures, and an unknown task', async () => {
         const { task, ids } = await dispatched(1);
         const rec = recorder();
-        await expect(store.retryFailed(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(retryEnded(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
         const token = randomUUID();
         await store.claimItems(ids, token, LEASE);
         await store.settleItems([outcome(ids[0]!, token)]);
-        await expect(store.retryFailed(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
-        await expect(store.retryFailed(randomUUID(), rec.enqueue)).rejects.toMatchObject({ code: 'not_found' });
+        await expect(retryEnded(task.id, rec.enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(retryEnded(randomUUID(), rec.enqueue)).rejects.toMatchObject({ code: 'not_found' });
       });
 
       it('refuses a task whose dispatch was cut short (a stop while listing, a failed manager), but not one stopped after it', async () => {
@@ -747,18 +784,18 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.claimItems(cut.ids, t1, LEASE);
         await store.settleItems(failing(cut.ids, t1));
         expect(await store.finishDispatch(cut.task.id, { cutShort: true })).toMatchObject({ status: 'failed', stopReason: 'failure_threshold' });
-        await expect(store.retryFailed(cut.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(retryEnded(cut.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
         // A failed manager.
         const broken = await dispatched(1, {}, { finish: false });
         await store.stopTask(broken.task.id, 'manager_failed', 'boom');
-        await expect(store.retryFailed(broken.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
+        await expect(retryEnded(broken.task.id, recorder().enqueue)).rejects.toMatchObject({ code: 'conflict' });
         // Stopped by its failure tolerance after every item was listed: retried, with the items the stop cancelled.
         const whole = await dispatched(3, { maxFailures: 0 });
         const t2 = randomUUID();
         await store.claimItems([whole.ids[0]!], t2, LEASE);
         expect((await store.settleItems(failing([whole.ids[0]!], t2))).tasks[0]).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold' });
         expect(await store.stopTask(whole.task.id, 'failure_threshold')).toMatchObject({ task: { status: 'failed', cancelled: 2 } });
-        expect(await store.retryFailed(whole.task.id, recorder().enqueue)).toMatchObject({ retried: 3, task: { status: 'running', failed: 0, cancelled: 0 } });
+        expect(await retryEnded(whole.task.id, recorder().enqueue)).toMatchObject({ retried: 3, task: { status: 'running', failed: 0, cancelled: 0 } });
       });
 
       it('ignores a stop for the failure tolerance that comes after the task was retried (a stop its last round asked for)', async () => {
@@ -767,7 +804,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.claimItems([ids[0]!], t1, LEASE);
         expect((await store.settleItems([outcome(ids[0]!, t1, 'failed')])).tasks[0]).toMatchObject({ status: 'stopping', stopReason: 'failure_threshold' });
         expect(await store.stopTask(task.id, 'failure_threshold')).toMatchObject({ task: { status: 'failed', cancelled: 2 } });
-        await store.retryFailed(task.id, recorder().enqueue);
+        await retryEnded(task.id, recorder().enqueue);
         // A second settle of the first round had asked for the same stop; it arrives late.
         expect(await store.stopTask(task.id, 'failure_threshold')).toMatchObject({ changed: false, cancelledItems: 0, task: { status: 'running', round: 2 } });
         const t2 = randomUUID();
@@ -911,7 +948,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.completeFanIn(task.id, 1, b)).toBe(true);
         expect(await store.completeFanIn(task.id, 1, b)).toBe(false);
         expect(await store.claimFanIn(task.id, [kind], LEASE, c)).toBeNull(); // done for round 1
-        await store.retryFailed(task.id, recorder().enqueue);
+        await retryEnded(task.id, recorder().enqueue);
         const t2 = randomUUID();
         await store.claimItems(ids, t2, LEASE);
         await store.settleItems([outcome(ids[0]!, t2)]);
@@ -1176,7 +1213,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
           { itemId: ids[3]!, token, status: 'failed', error: { code: 'corrupt', message: 'x', retryable: false } },
         ]);
         const rec = recorder();
-        const retried = await store.retryFailed(task.id, rec.enqueue, { retryableOnly: true });
+        const retried = await retryEnded(task.id, rec.enqueue, { retryableOnly: true });
         expect(retried.retried).toBe(1);
         expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null }]);
         expect(retried.task).toMatchObject({ round: 2, status: 'running', failed: 2, roundSettledAtStart: 3 });
@@ -1184,9 +1221,9 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const t2 = randomUUID();
         await store.claimItems([ids[1]!], t2, LEASE);
         await store.settleItems([outcome(ids[1]!, t2)]);
-        await expect(store.retryFailed(task.id, rec.enqueue, { retryableOnly: true })).rejects.toMatchObject({ code: 'conflict' });
-        await expect(store.retryFailed(task.id, rec.enqueue, { itemIds: [ids[0]!] })).rejects.toMatchObject({ code: 'conflict' });
-        const one = await store.retryFailed(task.id, rec.enqueue, { itemIds: [ids[2]!] });
+        await expect(retryEnded(task.id, rec.enqueue, { retryableOnly: true })).rejects.toMatchObject({ code: 'conflict' });
+        await expect(retryEnded(task.id, rec.enqueue, { itemIds: [ids[0]!] })).rejects.toMatchObject({ code: 'conflict' });
+        const one = await retryEnded(task.id, rec.enqueue, { itemIds: [ids[2]!] });
         expect(one).toMatchObject({ retried: 1, task: { round: 3, failed: 1, roundSettledAtStart: 3 } });
       });
 

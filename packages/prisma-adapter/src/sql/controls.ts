@@ -76,6 +76,15 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   if (task.purged_at) {
     throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${task.purged_at.toISOString()}); submit it again`, { field: 'taskId' });
   }
+  // The round that ended is announced and its fan-in run once each; both read the task as that
+  // round left it (its status, its counts). A new round begun first would take their place: that
+  // round's ending would never be delivered nor its fan-in run. So the retry waits for them (a
+  // moment, or until the maintenance loop has run a failing one again).
+  const ending = task as TaskRow & { announced_round: number; fanin_round: number };
+  if (ending.announced_round < task.round || ending.fanin_round < task.round) {
+    const pending = ending.announced_round < task.round ? 'its ending is still being announced' : 'its fan-in has not run yet';
+    throw new FanoutError('conflict', `task ${taskId} just ended and ${pending} (the maintenance loop retries it if it failed); try again in a moment`, { field: 'taskId', retryAfterMs: 1000 });
+  }
   // A dispatch cut short never listed every item: re-running a part would end the task
   // "completed" with items that never existed. The task is submitted again instead.
   if (task.dispatch_cut) {

@@ -125,6 +125,28 @@ describe('crashes', () => {
     );
   });
 
+  it('a rolling deploy during a long dispatch does not use up its manager: stopped three times, the task completes', async () => {
+    await using t = await testApp();
+    // 1,500 items listed 5 ms apart: a listing takes 7.5 s (a retried one lists from the start,
+    // skipping what is stored, its pages growing from 100 again); the manager job allows two retries.
+    const task = await t.app.fanout.submit('test_batch', { count: 1500, listDelayMs: 5 });
+    let listed = 0;
+    for (let restart = 0; restart < 3; restart++) {
+      const [worker] = await t.spawnWorkers(1, { FANOUT_GRACE_MS: 300 });
+      // Stopped (SIGTERM, as a deploy does) once this process listed some more.
+      const before = listed;
+      listed = await waitFor(async () => {
+        const total = (await t.app.fanout.getTask(task.id))!.total;
+        return total > before ? total : null;
+      }, { message: `restart ${restart + 1}: the listing going on`, timeoutMs: 30_000 });
+      await worker!.stop();
+      expect((await t.app.fanout.getTask(task.id))!.dispatchedAt).toBeNull();
+    }
+    await t.spawnWorkers(1);
+    const done = await finished(t, task.id, 60_000);
+    expect(done).toMatchObject({ status: 'completed', total: 1500, succeeded: 1500, stopReason: null });
+  });
+
   it('a manager that fails for good ends the task as failed, what it dispatched counted', async () => {
     await using t = await testApp({ work: true });
     const task = await t.app.fanout.submit('test_batch', { count: 5000, managerFailAfter: 1200, item: { sleepMs: 60_000 } });

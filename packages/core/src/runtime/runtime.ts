@@ -358,6 +358,7 @@ export class Fanout implements AsyncDisposable {
                   await this.telemetry.dispatch(definition.name, job.data, () => runManager(this.#ctx, definition, job as JobWithMetadata<ManagerJobData>));
                   return { id: job.id, status: 'completed' as const };
                 } catch (error) {
+                  if (this.#shutdown.signal.aborted) await this.#giveBack(definition.managerQueue, job);
                   return { id: job.id, status: 'failed' as const, output: { message: error instanceof Error ? error.message : String(error) } };
                 }
               }),
@@ -841,6 +842,29 @@ export class Fanout implements AsyncDisposable {
       // 42P01: the table went (the queue was dropped and made again): read where it is next time.
       if ((error as { code?: unknown } | null)?.code === '42P01') this.#jobTables.delete(queue);
       throw error;
+    }
+  }
+
+  /**
+   * A manager its process's shutdown stopped gives its job back without using up one of the job's
+   * retries: a rolling deploy during a long listing is not the manager's failure (the next attempt
+   * resumes the dispatch), and three of them would otherwise end the task as `manager_failed`. The
+   * job is failed as any other (back to `retry`), but with its start cleared, pg-boss does not count
+   * its next claim as a retry; on its last attempt, its limit grows by one so that it is retried at
+   * all (the attempt stopped did not have its chance). Fenced on the attempt this process holds: a
+   * job pg-boss already took back (expired) is left alone. With an app's own PgBoss, whose schema the runtime cannot read,
+   * the retry is used up.
+   */
+  async #giveBack(queue: string, job: { id: string; retryCount: number }): Promise<void> {
+    if (this.#bossSchema === null) return;
+    try {
+      const table = await this.#jobTable(queue);
+      await this.#boss
+        .getDb()
+        .executeSql(`UPDATE ${table} SET started_on = NULL, retry_limit = GREATEST(retry_limit, retry_count + 1)
+                    WHERE name = $1 AND id = $2 AND state = 'active' AND retry_count = $3`, [queue, job.id, job.retryCount]);
+    } catch (error) {
+      this.#reportError(error, `giving back manager job ${job.id} on shutdown (it counts as a retry)`);
     }
   }
 

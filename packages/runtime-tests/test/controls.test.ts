@@ -100,6 +100,20 @@ describe('task controls', () => {
     expect(delivered).toEqual(['1 task.completed', '2 task.completed']);
   });
 
+  it("a retried round gets the definition's deadline from the retry, unless the retry gives one (or none)", async () => {
+    await using t = await testApp({ work: true, deadlineMs: 3_600_000 });
+    const task = await t.app.fanout.submit('test_batch', { count: 4, every: 2, special: { permanent: true } });
+    expect((await finished(t, task.id)).deadlineAt).not.toBeNull();
+    const near = (at: Date | null, ms: number) => expect(Math.abs(at!.getTime() - (Date.now() + ms))).toBeLessThan(60_000);
+    const first = await t.app.fanout.retryFailed(task.id);
+    near(first.task.deadlineAt, 3_600_000);
+    await finished(t, task.id);
+    const second = await t.app.fanout.retryFailed(task.id, { deadlineMs: 600_000 });
+    near(second.task.deadlineAt, 600_000);
+    await finished(t, task.id);
+    expect((await t.app.fanout.retryFailed(task.id, { deadlineMs: null })).task.deadlineAt).toBeNull();
+  });
+
   it('tolerated failures: the task fails early once more items failed than it tolerates', async () => {
     await using t = await testApp();
     await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 4 });

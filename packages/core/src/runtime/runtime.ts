@@ -600,21 +600,23 @@ export class Fanout implements AsyncDisposable {
   /**
    * Re-runs the failed items of a finished task in a new round: all of them, or only those whose
    * failure is marked retryable (`retryableOnly`). Throws `not_found`, or `conflict` when the
-   * task runs or has nothing to retry.
+   * task runs or has nothing to retry. The new round's deadline is `deadlineMs` from now: by
+   * default the definition's (`options.deadlineMs`), as at submit; null for none.
    */
   async retryFailed(taskId: string, options: { deadlineMs?: number | null; retryableOnly?: boolean } = {}): Promise<{ retried: number; task: TaskRecord }> {
-    return this.#retry(taskId, { deadlineMs: options.deadlineMs ?? null, ...(options.retryableOnly ? { retryableOnly: true } : {}) });
+    return this.#retry(taskId, { deadlineMs: options.deadlineMs, ...(options.retryableOnly ? { retryableOnly: true } : {}) });
   }
 
-  /** Re-runs one failed item of a finished task (whatever its failure), in a new round. */
+  /** Re-runs one failed item of a finished task (whatever its failure), in a new round (its deadline as `retryFailed`'s). */
   async retryItem(taskId: string, itemId: string, options: { deadlineMs?: number | null } = {}): Promise<{ retried: number; task: TaskRecord }> {
-    return this.#retry(taskId, { deadlineMs: options.deadlineMs ?? null, itemIds: [itemId] });
+    return this.#retry(taskId, { deadlineMs: options.deadlineMs, itemIds: [itemId] });
   }
 
-  async #retry(taskId: string, options: { deadlineMs: number | null; itemIds?: string[]; retryableOnly?: boolean }): Promise<{ retried: number; task: TaskRecord }> {
+  async #retry(taskId: string, options: { deadlineMs: number | null | undefined; itemIds?: string[]; retryableOnly?: boolean }): Promise<{ retried: number; task: TaskRecord }> {
     this.#assertStarted();
-    const { deadlineMs } = resolveLimits({ deadlineMs: options.deadlineMs }, '');
+    if (options.deadlineMs !== undefined) resolveLimits({ deadlineMs: options.deadlineMs }, '');
     const finished = await this.store.getTask(taskId);
+    const deadlineMs = options.deadlineMs !== undefined ? options.deadlineMs : ((finished && this.#definitions.get(finished.kind)?.resolved.deadlineMs) ?? null);
     if (finished?.purgedAt) {
       throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${finished.purgedAt.toISOString()}); submit it again`, { field: 'taskId' });
     }

@@ -692,9 +692,22 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
       it('cancels a queued task outright and fails a task stopped by tolerance or deadline', async () => {
         const queued = await newTask();
         expect(await store.stopTask(queued.id, 'cancelled')).toMatchObject({ changed: true, task: { status: 'cancelled', finished: true, total: 0 } });
-        const { task } = await dispatched(2);
+        const { task } = await dispatched(2, { deadlineAt: new Date(Date.now() - 1000) });
         expect(await store.stopTask(task.id, 'deadline', 'too late')).toMatchObject({ task: { status: 'failed', stopReason: 'deadline', cancelled: 2, finished: true } });
         expect((await store.getTask(task.id))?.error).toBe('too late');
+      });
+
+      it('leaves a running task alone when the reason of an automatic stop no longer holds under its lock', async () => {
+        // A deadline stop decided before the task was given a later deadline (a retried round), or none.
+        for (const deadlineAt of [new Date(Date.now() + 3600_000), null]) {
+          const { task } = await dispatched(2, { deadlineAt });
+          expect(await store.stopTask(task.id, 'deadline', 'too late')).toMatchObject({ changed: false, task: { status: 'running', cancelled: 0 } });
+        }
+        // A manager's failure decided before the manager finished the dispatch.
+        const { task } = await dispatched(2);
+        expect(await store.stopTask(task.id, 'manager_failed', 'gone')).toMatchObject({ changed: false, task: { status: 'running', cancelled: 0, stopReason: null } });
+        // A person's cancel always stops it.
+        expect(await store.stopTask(task.id, 'cancelled')).toMatchObject({ changed: true, task: { status: 'cancelled', cancelled: 2 } });
       });
 
       it('ends the dispatch of a task whose manager failed, so the task can finish', async () => {

@@ -25,6 +25,17 @@ export async function stopTask(tx: PrismaQueryable, taskId: string, reason: Stop
   if (reason === 'failure_threshold' && !(current.status === 'stopping' && current.stop_reason === 'failure_threshold')) {
     return { changed: false, cancelledItems: 0, task: toSettled(current) };
   }
+  // The maintenance loop decides the other automatic stops on an earlier read: each must still
+  // hold under the lock. A manager's failure, only while the dispatch has not ended (a manager that
+  // finished just after the read did not fail); a deadline, only once passed (a task retried just
+  // after the read runs a new round, with a deadline of its own).
+  if (current.status === 'running' && reason === 'manager_failed' && current.dispatched_at !== null) {
+    return { changed: false, cancelledItems: 0, task: toSettled(current) };
+  }
+  if (current.status === 'running' && reason === 'deadline') {
+    const [due] = await tx.$queryRaw<{ passed: boolean }[]>`SELECT deadline_at IS NOT NULL AND deadline_at <= now() AS passed FROM fanout_task WHERE id = ${taskId}::uuid`;
+    if (!due?.passed) return { changed: false, cancelledItems: 0, task: toSettled(current) };
+  }
   const changed = current.status !== 'stopping';
   // Its ready rows go first (a claim holding some is waited for: what it took runs, and is stopped
   // on its worker), then its pending items are cancelled: the same lock order as a claim's.

@@ -59,45 +59,65 @@ describe('task controls', () => {
 
   it('a retry asked for the moment a task ended waits for that ending: announced and its fan-in run, then the new round', async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });
-    const fanIns: string[] = [];
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
-    // Round 1's fan-in takes a while (it waits for the gate); its ending's first delivery fails (a
-    // broadcast out for a moment), so the maintenance loop announces it again a second later.
+    const log: string[] = [];
+    // Round 1's fan-in fails once, and its ending's first delivery fails (a broadcast out for a
+    // moment): the maintenance loop runs the one and announces the other again a second later.
+    let hookDown = true;
     const definition = testDefinition({
-      onFinish: async (id, round, status) => {
-        if (round === 1) await gate;
-        fanIns.push(`${round} ${status}`);
+      onFinish: async (_id, round, status) => {
+        if (round === 1 && hookDown) {
+          hookDown = false;
+          throw new Error('report service unreachable');
+        }
+        log.push(`fan-in ${round} ${status}`);
       },
     });
-    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200, announceGraceMs: 1000 }, logger: silentLogger });
+    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200, announceGraceMs: 1000, fanInLeaseMs: 1000 }, logger: silentLogger });
     await using _ = { [Symbol.asyncDispose]: () => app.close() };
-    const delivered: string[] = [];
     let broadcastDown = true;
     app.fanout.events.onEnding(async (type, event) => {
       if (broadcastDown) {
         broadcastDown = false;
         throw new Error('broadcast unreachable');
       }
-      delivered.push(`${event.round} ${type}`);
+      log.push(`ending ${event.round} ${type}`);
     });
     app.fanout.events.on('error', () => {});
     await app.fanout.start();
     const task = await app.fanout.submit('test_batch', { count: 3, every: 2, special: { permanent: true, permanentUntilRound: 2 } });
     await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 1 to end' });
-    const retry = app.fanout.retryFailed(task.id);
-    let retried = false;
-    void retry.then(() => (retried = true), () => {});
-    await waitFor(() => delivered.includes('1 task.completed'), { message: "round 1's ending delivered again", timeoutMs: 20_000 });
-    // Its fan-in has not run: the retry still waits.
-    expect(retried).toBe(false);
-    expect(await app.fanout.getTask(task.id)).toMatchObject({ round: 1, status: 'completed' });
-    openGate();
-    expect(await retry).toMatchObject({ retried: 2, task: { round: 2 } });
+    const retried = await app.fanout.retryFailed(task.id);
+    log.push('retried');
+    expect(retried).toMatchObject({ retried: 2, task: { round: 2 } });
     await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 2 to end' });
-    await waitFor(() => fanIns.length === 2 && delivered.length === 2, { message: "round 2's fan-in and ending" });
-    expect(fanIns).toEqual(['1 completed', '2 completed']);
-    expect(delivered).toEqual(['1 task.completed', '2 task.completed']);
+    await waitFor(() => log.length === 5, { message: "round 2's fan-in and ending" });
+    // Round 1's ending and fan-in came first (the fan-in may finish its second run as the retry goes on).
+    expect(log.indexOf('ending 1 task.completed')).toBeLessThan(log.indexOf('retried'));
+    expect(log.filter((l) => l.startsWith('fan-in'))).toEqual(['fan-in 1 completed', 'fan-in 2 completed']);
+    expect(log.filter((l) => l.startsWith('ending'))).toEqual(['ending 1 task.completed', 'ending 2 task.completed']);
+  });
+
+  it('a fan-in that keeps failing holds a retry back for a minute after the end, no longer', async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    const fanIns: string[] = [];
+    const definition = testDefinition({
+      onFinish: async (_id, round, status) => {
+        if (round === 1) throw new Error('report service unreachable');
+        fanIns.push(`${round} ${status}`);
+      },
+    });
+    // (A failed fan-in is tried again a lease later: a second here.)
+    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200, fanInLeaseMs: 1000 }, logger: silentLogger });
+    await using _ = { [Symbol.asyncDispose]: () => app.close() };
+    app.fanout.events.on('error', () => {});
+    await app.fanout.start();
+    const task = await app.fanout.submit('test_batch', { count: 3, every: 2, special: { permanent: true, permanentUntilRound: 2 } });
+    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 1 to end' });
+    // As if it had ended two minutes ago, its fan-in failing ever since.
+    await app.prisma.$executeRaw`UPDATE fanout_task SET completed_at = completed_at - interval '2 minutes' WHERE id = ${task.id}::uuid`;
+    expect(await app.fanout.retryFailed(task.id)).toMatchObject({ retried: 2, task: { round: 2 } });
+    await waitFor(() => fanIns.length === 1, { message: "round 2's fan-in" });
+    expect(fanIns).toEqual(['2 completed']);
   });
 
   it("a retried round gets the definition's deadline from the retry, unless the retry gives one (or none)", async () => {

@@ -132,7 +132,7 @@ describe('crashes', () => {
     const task = await t.app.fanout.submit('test_batch', { count: 1500, listDelayMs: 5 });
     let listed = 0;
     for (let restart = 0; restart < 3; restart++) {
-      const [worker] = await t.spawnWorkers(1, { FANOUT_GRACE_MS: 300 });
+      const [worker] = await t.spawnWorkers(1, { FANOUT_GRACE_MS: 1000 });
       // Stopped (SIGTERM, as a deploy does) once this process listed some more.
       const before = listed;
       listed = await waitFor(async () => {
@@ -193,7 +193,7 @@ describe('crashes', () => {
     expect(await t.app.fanout.getTask(cancelled.id)).toMatchObject({ status: 'stopping', dispatchedAt: null });
     await t.app.prisma.$executeRaw`UPDATE fanout_task SET updated_at = now() - interval '10 minutes' WHERE id = ${cancelled.id}::uuid`;
     await t.app.fanout.runMaintenance();
-    expect(await t.app.fanout.getTask(cancelled.id)).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', total: 0 });
+    expect(await t.app.fanout.getTask(cancelled.id)).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', total: 0, error: null });
 
     // A manager still queued (just waiting its turn) is left alone.
     const waiting = await t.app.fanout.submit('test_batch', { count: 10 });

@@ -139,7 +139,9 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
     // too (cancelled or past its deadline meanwhile): it waits for its dispatch to end, which only
     // its manager did; the stop keeps its reason.
     if (!result.task.dispatched && !isTerminalTaskStatus(result.task.status) && !(await ctx.managerAlive(result.task))) {
-      const stopped = await store.stopTask(taskId, 'manager_failed', 'the manager job ended without finishing the dispatch');
+      // (A stopping task keeps its reason, and has no error of the manager's to show.)
+      const error = result.task.status === 'stopping' ? undefined : 'the manager job ended without finishing the dispatch';
+      const stopped = await store.stopTask(taskId, 'manager_failed', error);
       if (stopped) ctx.announceTask(stopped.task, stopped.changed);
       continue;
     }

@@ -148,10 +148,14 @@ function jobsKeptSeconds(maintenance: MaintenanceSettings, atMostSeconds: number
 
 /**
  * A retry asked for the moment its task ended waits this long at most for the ending to be
- * announced and the fan-in to run (looking every `RETRY_POLL_MS`), then answers the conflict.
+ * announced and the fan-in to be taken up (looking every `RETRY_POLL_MS`), then answers the
+ * conflict (the store holds a retry back for a minute after the end at most).
  */
 const RETRY_WAIT_MS = 10_000;
-const RETRY_POLL_MS = 50;
+const RETRY_POLL_MS = 200;
+
+/** How long after the handlers' grace pg-boss's stop waits for them to report. */
+const STOP_MARGIN_MS = 5_000;
 
 /** The child queue's done jobs: an hour. A done manager job: pg-boss's week. (Or the retention.) */
 const CHILD_JOBS_KEPT_SECONDS = 3600;
@@ -724,7 +728,10 @@ export class Fanout implements AsyncDisposable {
     const abortTimer = setTimeout(() => this.#shutdown.abort(new FanoutError('aborted', 'runtime stopping')), graceMs);
     try {
       if (this.#ownsBoss) {
-        await this.#boss.stop({ graceful: true, timeout: graceMs });
+        // pg-boss fails the jobs still active when its own timeout passes: a moment after the
+        // handlers' grace, so that they report first (a manager stopped by the shutdown gives its
+        // job back, `#giveBack`; items aborted go back without using up an attempt).
+        await this.#boss.stop({ graceful: true, timeout: graceMs + STOP_MARGIN_MS });
       } else {
         for (const queue of this.#workedQueues) await this.#boss.offWork(queue, { wait: true });
       }
@@ -851,11 +858,11 @@ export class Fanout implements AsyncDisposable {
    * A manager its process's shutdown stopped gives its job back without using up one of the job's
    * retries: a rolling deploy during a long listing is not the manager's failure (the next attempt
    * resumes the dispatch), and three of them would otherwise end the task as `manager_failed`. The
-   * job is failed as any other (back to `retry`), but with its start cleared, pg-boss does not count
-   * its next claim as a retry; on its last attempt, its limit grows by one so that it is retried at
-   * all (the attempt stopped did not have its chance). Fenced on the attempt this process holds: a
-   * job pg-boss already took back (expired) is left alone. With an app's own PgBoss, whose schema the runtime cannot read,
-   * the retry is used up.
+   * job is failed as any other (back to `retry`, its next claim counted as an attempt, so pg-boss's
+   * fence between attempts holds), with its retry limit one higher: the attempts a manager may fail
+   * stay what they were. Fenced on the attempt this process holds: a job pg-boss already took back
+   * (expired) is left alone. With an app's own PgBoss, whose schema the runtime cannot read, the
+   * retry is used up.
    */
   async #giveBack(queue: string, job: { id: string; retryCount: number }): Promise<void> {
     if (this.#bossSchema === null) return;
@@ -863,8 +870,7 @@ export class Fanout implements AsyncDisposable {
       const table = await this.#jobTable(queue);
       await this.#boss
         .getDb()
-        .executeSql(`UPDATE ${table} SET started_on = NULL, retry_limit = GREATEST(retry_limit, retry_count + 1)
-                    WHERE name = $1 AND id = $2 AND state = 'active' AND retry_count = $3`, [queue, job.id, job.retryCount]);
+        .executeSql(`UPDATE ${table} SET retry_limit = retry_limit + 1 WHERE name = $1 AND id = $2 AND state = 'active' AND retry_count = $3`, [queue, job.id, job.retryCount]);
     } catch (error) {
       this.#reportError(error, `giving back manager job ${job.id} on shutdown (it counts as a retry)`);
     }
@@ -935,7 +941,8 @@ export class Fanout implements AsyncDisposable {
           .then((stopped) => {
             if (!stopped) return;
             this.events.emit('task.progress', { ...taskCountsOf(stopped.task), at: Date.now() });
-            this.#announceTask(stopped.task, true);
+            // (Every settle batch of the stopping task comes here: the cap's top-up only where there is one.)
+            this.#announceTask(stopped.task, this.#scheduling.maxRunningTasksPerTenant !== null);
           })
           .catch((error) => this.#reportError(error, `stopping task ${task.id} past its failure tolerance`, taskFields(task)));
       }

@@ -759,7 +759,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(end.tasks[0]).toMatchObject({ status: 'completed', succeeded: 2, failed: 1, round: 2, finished: true });
       });
 
-      it("waits for the ending of the round that ended: refused (a conflict that passes, with retryAfterMs) until it was announced and its fan-in ran", async () => {
+      it("waits for the ending of the round that ended: refused (a conflict that passes, with retryAfterMs) until it was announced and its fan-in taken up", async () => {
         const { task, ids } = await dispatched(1);
         const token = randomUUID();
         await store.claimItems(ids, token, LEASE);
@@ -768,14 +768,25 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
         await store.markAnnounced(task.id, 1);
         await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
+        // A fan-in that failed gave its lease up: still to come.
+        const failing = randomUUID();
+        expect(await store.claimFanIn(task.id, [kind], LEASE, failing)).not.toBeNull();
+        await store.releaseFanIn(task.id, failing, 0);
+        await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
+        // One running completes its round whatever happens to the task: the retry goes on.
         const fanIn = randomUUID();
         expect(await store.claimFanIn(task.id, [kind], LEASE, fanIn)).not.toBeNull();
-        await expect(store.retryFailed(task.id, recorder().enqueue)).rejects.toMatchObject(refused);
-        await store.completeFanIn(task.id, 1, fanIn);
         expect(await store.retryFailed(task.id, recorder().enqueue)).toMatchObject({ retried: 1, task: { round: 2, status: 'running' } });
+        expect(await store.completeFanIn(task.id, 1, fanIn)).toBe(true);
         // A conflict that does not pass by itself says so by having no retryAfterMs.
         const running = await store.retryFailed(task.id, recorder().enqueue).catch((error: unknown) => error);
         expect(running).toMatchObject({ code: 'conflict', retryAfterMs: undefined });
+        // Nothing to retry is said at once, not after the wait.
+        const { task: clean, ids: cleanIds } = await dispatched(1);
+        const t2 = randomUUID();
+        await store.claimItems(cleanIds, t2, LEASE);
+        await store.settleItems([outcome(cleanIds[0]!, t2)]);
+        expect(await store.retryFailed(clean.id, recorder().enqueue).catch((error: unknown) => error)).toMatchObject({ code: 'conflict', retryAfterMs: undefined });
       });
 
       it('refuses a running task, a task without failures, and an unknown task', async () => {

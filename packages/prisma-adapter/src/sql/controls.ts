@@ -87,15 +87,6 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   if (task.purged_at) {
     throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${task.purged_at.toISOString()}); submit it again`, { field: 'taskId' });
   }
-  // The round that ended is announced and its fan-in run once each; both read the task as that
-  // round left it (its status, its counts). A new round begun first would take their place: that
-  // round's ending would never be delivered nor its fan-in run. So the retry waits for them (a
-  // moment, or until the maintenance loop has run a failing one again).
-  const ending = task as TaskRow & { announced_round: number; fanin_round: number };
-  if (ending.announced_round < task.round || ending.fanin_round < task.round) {
-    const pending = ending.announced_round < task.round ? 'its ending is still being announced' : 'its fan-in has not run yet';
-    throw new FanoutError('conflict', `task ${taskId} just ended and ${pending} (the maintenance loop retries it if it failed); try again in a moment`, { field: 'taskId', retryAfterMs: 1000 });
-  }
   // A dispatch cut short never listed every item: re-running a part would end the task
   // "completed" with items that never existed. The task is submitted again instead.
   if (task.dispatch_cut) {
@@ -138,6 +129,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
     const retried = new Set(items.map((i) => i.id));
     throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`);
   }
+  await awaitEnding(tx, task);
   const failedBack = items.filter((i) => i.was === 'failed').length;
   const cancelledBack = items.length - failedBack;
   const [row] = await tx.$queryRaw<TaskRow[]>`
@@ -150,6 +142,34 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
     RETURNING *`;
   await enqueue(executor(tx), [{ taskId, kind: task.kind, tenant: task.tenant }]);
   return { retried: items.length, task: toTask(row!) };
+}
+
+/**
+ * How long after a task ended a retry waits for that round's ending (`awaitEnding`): past it, an
+ * ending still undelivered or a fan-in still failing gives way to the new round's.
+ */
+const ENDING_WAIT_MS = 60_000;
+
+/**
+ * The round that ended is announced and its fan-in run once each, and both are taken up only while
+ * the task is still as that round left it (a fan-in already running completes whatever happens).
+ * A new round begun first would take their place: that round's ending would never be delivered,
+ * nor its fan-in run. So, for a minute after the end, a retry is refused while either is still to
+ * come: a conflict that passes (`retryAfterMs`), which the runtime waits out. Later, an ending the
+ * maintenance loop still could not deliver, or a fan-in hook still failing, no longer holds the
+ * task back: the new round's ending and fan-in take their place.
+ */
+async function awaitEnding(tx: PrismaQueryable, task: TaskRow): Promise<void> {
+  const [row] = await tx.$queryRaw<{ announce: boolean; fan_in: boolean; wait_ms: number }[]>`
+    SELECT announced_round < round AS announce, fanin_round < round AND fanin_token IS NULL AS fan_in,
+           GREATEST(0, extract(epoch FROM completed_at + ${ENDING_WAIT_MS}::int * interval '1 millisecond' - now()) * 1000)::int AS wait_ms
+    FROM fanout_task WHERE id = ${task.id}::uuid`;
+  if (!row || !(row.announce || row.fan_in) || row.wait_ms <= 0) return;
+  const pending = row.announce ? 'its ending is still being announced' : 'its fan-in has not run yet';
+  throw new FanoutError('conflict', `task ${task.id} has just ended and ${pending}; try again in a moment`, {
+    field: 'taskId',
+    retryAfterMs: Math.min(row.wait_ms, 1000),
+  });
 }
 
 /** Marks a finished task archived (again: a no-op); a `conflict` while it runs. */

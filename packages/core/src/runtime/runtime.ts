@@ -637,9 +637,10 @@ export class Fanout implements AsyncDisposable {
           ...(trace ? { trace } : {}),
         }),
       );
-    // A task that has just ended is retried once its ending was announced and its fan-in ran (the
-    // store refuses until then, so that neither is lost to the new round): a retry asked for the
-    // moment the task ended waits for them, for up to `RETRY_WAIT_MS`.
+    // A task that has just ended is retried once its ending was announced and its fan-in taken up
+    // (the store refuses until then, for a minute after the end at most, so that neither is lost to
+    // the new round): a retry asked for the moment the task ended waits for them, for up to
+    // `RETRY_WAIT_MS`.
     const retry = async (trace: Record<string, string> | null) => {
       const until = performance.now() + RETRY_WAIT_MS;
       for (;;) {

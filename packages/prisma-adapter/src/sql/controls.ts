@@ -99,6 +99,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   const only = options.itemIds ? [...options.itemIds] : null;
   const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
+  await awaitEnding(tx, task, { retryableOnly, withStopped, only });
   const items = await tx.$queryRaw<{ id: string; was: string }[]>`
     WITH back AS (
       UPDATE fanout_item i SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
@@ -129,7 +130,6 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
     const retried = new Set(items.map((i) => i.id));
     throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`);
   }
-  await awaitEnding(tx, task);
   const failedBack = items.filter((i) => i.was === 'failed').length;
   const cancelledBack = items.length - failedBack;
   const [row] = await tx.$queryRaw<TaskRow[]>`
@@ -159,12 +159,20 @@ const ENDING_WAIT_MS = 60_000;
  * maintenance loop still could not deliver, or a fan-in hook still failing, no longer holds the
  * task back: the new round's ending and fan-in take their place.
  */
-async function awaitEnding(tx: PrismaQueryable, task: TaskRow): Promise<void> {
-  const [row] = await tx.$queryRaw<{ announce: boolean; fan_in: boolean; wait_ms: number }[]>`
+async function awaitEnding(tx: PrismaQueryable, task: TaskRow, which: { retryableOnly: boolean; withStopped: boolean; only: string[] | null }): Promise<void> {
+  // Only when there is something to retry (the items `retryFailedItems` takes, read the same way):
+  // a retry that will be refused for good is told so at once, and a refusal that passes costs one
+  // indexed look, not a rewrite of the items rolled back.
+  const [row] = await tx.$queryRaw<{ announce: boolean; fan_in: boolean; wait_ms: number; any: boolean }[]>`
     SELECT announced_round < round AS announce, fanin_round < round AND fanin_token IS NULL AS fan_in,
-           GREATEST(0, extract(epoch FROM completed_at + ${ENDING_WAIT_MS}::int * interval '1 millisecond' - now()) * 1000)::int AS wait_ms
+           GREATEST(0, extract(epoch FROM completed_at + ${ENDING_WAIT_MS}::int * interval '1 millisecond' - now()) * 1000)::int AS wait_ms,
+           EXISTS (SELECT 1 FROM fanout_item
+                   WHERE task_id = ${task.id}::uuid
+                     AND ((status = 'failed' AND (${which.retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE))
+                          OR (${which.withStopped}::boolean AND status = 'cancelled'))
+                     AND (${which.only}::uuid[] IS NULL OR id = ANY(${which.only}::uuid[]))) AS any
     FROM fanout_task WHERE id = ${task.id}::uuid`;
-  if (!row || !(row.announce || row.fan_in) || row.wait_ms <= 0) return;
+  if (!row || !(row.announce || row.fan_in) || row.wait_ms <= 0 || !row.any) return;
   const pending = row.announce ? 'its ending is still being announced' : 'its fan-in has not run yet';
   throw new FanoutError('conflict', `task ${task.id} has just ended and ${pending}; try again in a moment`, {
     field: 'taskId',

@@ -137,6 +137,9 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
       status = 'running', stop_reason = NULL, error = NULL,
       completed_at = NULL, round = ${round}::int, deadline_at = ${options.deadlineAt ?? null}::timestamptz,
       round_started_at = now(), round_settled_at_start = succeeded + failed + cancelled - ${items.length}::int, updated_at = now(),
+      -- A failed fan-in's wait before its next try was for the round that ended: the new round's
+      -- fan-in does not wait for it (one running keeps its lease).
+      fanin_lease_until = CASE WHEN fanin_token IS NULL THEN NULL ELSE fanin_lease_until END,
       trace = COALESCE(${options.trace ? JSON.stringify(options.trace) : null}::jsonb, trace)
     WHERE id = ${taskId}::uuid
     RETURNING *`;

@@ -163,6 +163,9 @@ const ENDING_WAIT_MS = 60_000;
  * task back: the new round's ending and fan-in take their place.
  */
 async function awaitEnding(tx: PrismaQueryable, task: TaskRow, which: { retryableOnly: boolean; withStopped: boolean; only: string[] | null }): Promise<void> {
+  // Read from the locked row first: with the ending delivered (nearly always), no statement.
+  const ending = task as TaskRow & { announced_round: number; fanin_round: number; fanin_token: string | null };
+  if (ending.announced_round >= task.round && (ending.fanin_round >= task.round || ending.fanin_token !== null)) return;
   // Only when there is something to retry (the items `retryFailedItems` takes, read the same way):
   // a retry that will be refused for good is told so at once, and a refusal that passes costs one
   // indexed look, not a rewrite of the items rolled back.

@@ -1,9 +1,5 @@
-import { FanoutError, silentLogger } from '@fanout/core';
-import { migrationsDir } from '@fanout/prisma-adapter';
-import { createTestDatabase } from '@fanout/testdb';
+import { FanoutError } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
-import { createAppRuntime } from './fixtures/app-runtime.ts';
-import { testDefinition } from './fixtures/definitions.ts';
 import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
 
@@ -58,12 +54,13 @@ describe('task controls', () => {
   });
 
   it('a retry asked for the moment a task ended waits for that ending: announced and its fan-in run, then the new round', async () => {
-    await using db = await createTestDatabase({ migrations: [migrationsDir] });
     const log: string[] = [];
     // Round 1's fan-in fails once, and its ending's first delivery fails (a broadcast out for a
     // moment): the maintenance loop runs the one and announces the other again a second later.
     let hookDown = true;
-    const definition = testDefinition({
+    await using t = await testApp({
+      work: true,
+      maintenance: { announceGraceMs: 1000, fanInLeaseMs: 1000 },
       onFinish: async (_id, round, status) => {
         if (round === 1 && hookDown) {
           hookDown = false;
@@ -72,8 +69,7 @@ describe('task controls', () => {
         log.push(`fan-in ${round} ${status}`);
       },
     });
-    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200, announceGraceMs: 1000, fanInLeaseMs: 1000 }, logger: silentLogger });
-    await using _ = { [Symbol.asyncDispose]: () => app.close() };
+    const { app } = t;
     let broadcastDown = true;
     app.fanout.events.onEnding(async (type, event) => {
       if (broadcastDown) {
@@ -83,13 +79,12 @@ describe('task controls', () => {
       log.push(`ending ${event.round} ${type}`);
     });
     app.fanout.events.on('error', () => {});
-    await app.fanout.start();
     const task = await app.fanout.submit('test_batch', { count: 3, every: 2, special: { permanent: true, permanentUntilRound: 2 } });
-    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 1 to end' });
+    await finished(t, task.id);
     const retried = await app.fanout.retryFailed(task.id);
     log.push('retried');
     expect(retried).toMatchObject({ retried: 2, task: { round: 2 } });
-    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 2 to end' });
+    await finished(t, task.id);
     await waitFor(() => log.length === 5, { message: "round 2's fan-in and ending" });
     // Round 1's ending and fan-in came first (the fan-in may finish its second run as the retry goes on).
     expect(log.indexOf('ending 1 task.completed')).toBeLessThan(log.indexOf('retried'));
@@ -98,20 +93,18 @@ describe('task controls', () => {
   });
 
   it('a fan-in that keeps failing holds a retry back for a minute after the end, no longer', async () => {
-    await using db = await createTestDatabase({ migrations: [migrationsDir] });
     const fanIns: string[] = [];
-    const definition = testDefinition({
+    await using t = await testApp({
+      work: true,
       onFinish: async (_id, round, status) => {
         if (round === 1) throw new Error('report service unreachable');
         fanIns.push(`${round} ${status}`);
       },
     });
-    const app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], worker: { concurrency: 10 }, maintenance: { intervalMs: 200 }, logger: silentLogger });
-    await using _ = { [Symbol.asyncDispose]: () => app.close() };
+    const { app } = t;
     app.fanout.events.on('error', () => {});
-    await app.fanout.start();
     const task = await app.fanout.submit('test_batch', { count: 3, every: 2, special: { permanent: true, permanentUntilRound: 2 } });
-    await waitFor(async () => (await app.fanout.getTask(task.id))?.status === 'completed', { message: 'round 1 to end' });
+    await finished(t, task.id);
     // As if it had ended two minutes ago, its fan-in failing ever since.
     await app.prisma.$executeRaw`UPDATE fanout_task SET completed_at = completed_at - interval '2 minutes' WHERE id = ${task.id}::uuid`;
     expect(await app.fanout.retryFailed(task.id)).toMatchObject({ retried: 2, task: { round: 2 } });

@@ -50,7 +50,7 @@ export function etlLoad(options: EtlOptions) {
       planLoad(options, ctx.task.id, ctx.task.tenant ?? '', { uploadId: input.uploadId, specId: input.specId, chunkRecords: input.chunkRecords ?? options.chunkRecords }),
     async runItem(item, ctx) {
       const load = await loadContext(options.pool, item.loadId);
-      const counts = await loadChunk(options.pool, options.storage, load, item, ctx.signal);
+      const counts = await loadChunk(options.pool, options.storage, load, item, { round: ctx.item.round, signal: ctx.signal });
       ctx.log(
         counts.skipped
           ? `chunk ${item.chunkNo}: the load was already checked; nothing written`

@@ -43,6 +43,8 @@ describe('bad input', () => {
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.alloc(500, 7)]);
     await expectError(await postLoad(t, { name: 'data.csv', bytes: png }, smallSpec), 400, 'body.file', 'binary_file', /not text: it has binary bytes/);
     await expectError(await postLoad(t, { name: 'data.csv', bytes: Buffer.from('a,b,c\n1,2,3\n') }, smallSpec), 400, 'body.file.header', 'header_mismatch', /has none of the spec's columns/);
+    const twice = { name: 'twice.csv', bytes: Buffer.from('subject_id,pan_day,age,test_id,age\n1,4,30,covid,31\n') };
+    await expectError(await postLoad(t, twice, smallSpec), 400, 'body.file.header', 'duplicate_column', /names "age" 2 times \(columns 3, 5\)/);
     const unknown = JSON.parse(smallSpec);
     unknown.columns[3].source = 'age_years';
     await expectError(await postLoad(t, small, JSON.stringify(unknown)), 400, 'body.spec.columns.3.source', 'unknown_column', /no column "age_years"/);

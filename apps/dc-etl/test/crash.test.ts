@@ -1,3 +1,4 @@
+import { renameSync } from 'node:fs';
 import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { loadChunk, type ChunkItem } from '../src/load/chunk.ts';
@@ -51,7 +52,7 @@ describe('crash safety', () => {
     const storage = t.rt.ctx.services.storage;
     for (const n of [1, 2, 60]) {
       const item = await chunk(t, id, n);
-      await Promise.all([loadChunk(t.pool, storage, load, item), loadChunk(t.pool, storage, load, item)]);
+      await Promise.all([loadChunk(t.pool, storage, load, item, { round: 1 }), loadChunk(t.pool, storage, load, item, { round: 1 })]);
     }
     await t.workers(1);
     const disturbed = await settled(t, id);
@@ -63,8 +64,59 @@ describe('crash safety', () => {
     expect(runs.rows.map((r) => r.chunk_no)).toEqual(expect.arrayContaining([1, 2, 60]));
 
     // A late duplicate after the load was published writes nothing (staging is gone, the checks stand).
-    const late = await loadChunk(t.pool, storage, load, await chunk(t, id, 5));
+    const late = await loadChunk(t.pool, storage, load, await chunk(t, id, 5), { round: 1 });
     expect(late.skipped).toBe(true);
     expect(await publishedRows(t, 'covid_b')).toBe(await publishedRows(t, 'covid_a'));
+  });
+
+  it('a load failed by its failed chunks goes on when they are retried: the retry publishes it, identical to an undisturbed load', async () => {
+    await using t = await etlTest();
+    await t.api();
+    const file = fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz'));
+    await t.workers(1, { FANOUT_WORKER_CONCURRENCY: 1 });
+    const undisturbed = await json(postLoad(t, file, specText('covid.yaml', { target: 'covid_a' }), { chunkRecords: '500' }));
+    expect((await settled(t, undisturbed.id)).status).toBe('published');
+
+    // 78 chunks of 200 records, one at a time; once a few are in, the source is gone (the shared
+    // disk away): every chunk after fails, and the fan-in fails the load.
+    const { id } = await json(postLoad(t, file, specText('covid.yaml', { target: 'covid_b' }), { chunkRecords: '200' }));
+    await waitFor(
+      async () =>
+        (
+          await t.pool.query(
+            'SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL',
+            [id],
+          )
+        ).rows[0].n >= 3,
+      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
+    );
+    const path = t.rt.ctx.services.storage.path((await t.pool.query("SELECT source->>'key' AS key FROM etl_load WHERE id = $1", [id])).rows[0].key);
+    renameSync(path, `${path}.away`);
+    const failed = await settled(t, id, 120_000);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^\d+ of 78 chunks failed; nothing was published \(retry the failed chunks to go on\)$/);
+    const task = await json(t.call('GET', `/tasks/${id}`));
+    expect(task).toMatchObject({ status: 'completed', total: 78, round: 1 });
+    expect(task.failed).toBe(Number(failed.error!.split(' ')[0]));
+
+    // The disk is back: a retry of the failed chunks opens the load again, and its fan-in checks
+    // and publishes it.
+    renameSync(`${path}.away`, path);
+    const retry = await t.call('POST', `/tasks/${id}/retry-failed`, { body: {} });
+    expect(retry.status, await retry.clone().text()).toBe(202);
+    await waitFor(
+      async () => {
+        const again = await json(t.call('GET', `/tasks/${id}`));
+        return again.round === 2 && again.completedAt !== null ? again : null;
+      },
+      { timeoutMs: 120_000, message: 'the retried round ended' },
+    );
+    const mended = await settled(t, id);
+    expect(mended.status, mended.error ?? '').toBe('published');
+    expect(await publishedRows(t, 'covid_b')).toBe(await publishedRows(t, 'covid_a'));
+    const a = (await settled(t, undisturbed.id)).manifest!;
+    for (const k of ['rowsIn', 'clean', 'rejected', 'problems', 'duplicates', 'duplicateGroups', 'rows', 'published']) expect(mended.manifest![k], k).toBe(a[k]);
+    expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND runs = 0', [id])).rows[0].n).toBe(0);
+    expect(await json(t.call('GET', `/tasks/${id}`))).toMatchObject({ status: 'completed', total: 78, succeeded: 78, failed: 0, round: 2 });
   });
 });

@@ -73,7 +73,18 @@ async function readBytes(path: string, start: number, end: number): Promise<{ by
  * process cleans the next block while PostgreSQL stores the last, and memory holds the chunk's
  * text and a few blocks whatever the file's size.
  */
-export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal?: AbortSignal): Promise<ChunkCounts> {
+export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, options: { round: number; signal?: AbortSignal }): Promise<ChunkCounts> {
+  let run = await loadOnce(pool, storage, load, item, options.signal);
+  // A chunk of a retry (a round after the one that failed the load for its failed chunks) opens
+  // the load again and runs.
+  if (run.status === 'failed' && (await reopen(pool, item.loadId, options.round))) run = await loadOnce(pool, storage, load, item, options.signal);
+  if (run.status === 'loading') return run.counts;
+  // One that comes after the fan-in checked the load writes nothing.
+  return { ...run.counts, skipped: true };
+}
+
+/** One run of a chunk, when its load is loading: the load's status, and the chunk's counts. */
+async function loadOnce(pool: pg.Pool, storage: FileStorage, load: LoadContext, item: ChunkItem, signal: AbortSignal | undefined): Promise<{ status: string; counts: ChunkCounts }> {
   const { compiled, source } = load;
   const began = performance.now();
   const { bytes, release } = await readBytes(storage.path(source.key), item.start, item.end);
@@ -125,7 +136,7 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
     const status = rows[0]?.status ?? (await client.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1', [item.loadId])).rows[0]?.status;
     if (status !== 'loading') {
       await client.query('ROLLBACK');
-      return { ...encoder.counts, skipped: true };
+      return { status: status ?? 'missing', counts: encoder.counts };
     }
     if (!rows[0]) throw new Error(`chunk ${item.chunkNo} of load ${item.loadId} is not planned`);
     if (rows[0].runs! > 0) {
@@ -155,5 +166,21 @@ export async function loadChunk(pool: pg.Pool, storage: FileStorage, load: LoadC
     // The chunk's bytes are read no more (the encoder is done, or given up).
     release();
   }
-  return { ...encoder.counts, readMs: Math.round(readMs), encodeMs: Math.round(encodeMs), totalMs: Math.round(performance.now() - began) };
+  return { status: 'loading', counts: { ...encoder.counts, readMs: Math.round(readMs), encodeMs: Math.round(encodeMs), totalMs: Math.round(performance.now() - began) } };
+}
+
+/**
+ * Opens a load that failed for its failed chunks again, for a chunk of a later round of its task (a
+ * retry of them): true when the load is loading again (opened by this chunk or a twin). A load
+ * failed for another reason (cancelled, over a threshold) or by this round stays failed.
+ */
+async function reopen(pool: pg.Pool, loadId: string, round: number): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `UPDATE etl_load SET status = 'loading', error = NULL, checked_at = NULL, failed_round = NULL
+      WHERE id = $1 AND status = 'failed' AND failed_round < $2`,
+    [loadId, round],
+  );
+  if ((rowCount ?? 0) > 0) return true;
+  const { rows } = await pool.query<{ status: string }>('SELECT status FROM etl_load WHERE id = $1', [loadId]);
+  return rows[0]?.status === 'loading';
 }

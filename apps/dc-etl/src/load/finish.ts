@@ -38,12 +38,15 @@ export interface Manifest {
   timings: { checkMs: number; dedupeMs: number; profileMs: number; publishMs?: number };
 }
 
-async function fail(pool: pg.Pool, loadId: string, error: string, manifest: Manifest | null): Promise<void> {
-  await pool.query(`UPDATE etl_load SET status = 'failed', error = $2, manifest = COALESCE($3::jsonb, manifest), checked_at = now() WHERE id = $1 AND status = 'loading'`, [
-    loadId,
-    error,
-    manifest ? JSON.stringify(manifest) : null,
-  ]);
+/**
+ * Fails a load still loading. `retryRound`: the failure is that round's failed chunks, which a
+ * retry of them (a later round of the task) may mend: the first of its chunks opens the load again.
+ */
+async function fail(pool: pg.Pool, loadId: string, error: string, manifest: Manifest | null, retryRound: number | null = null): Promise<void> {
+  await pool.query(
+    `UPDATE etl_load SET status = 'failed', error = $2, manifest = COALESCE($3::jsonb, manifest), checked_at = now(), failed_round = $4 WHERE id = $1 AND status = 'loading'`,
+    [loadId, error, manifest ? JSON.stringify(manifest) : null, retryRound],
+  );
 }
 
 /**
@@ -69,7 +72,10 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
   if (load.status !== 'loading') return;
   if (task.status !== 'completed' || task.failed > 0 || !load.source || load.chunks === null) {
     const why = task.status === 'cancelled' ? 'the load was cancelled' : task.failed > 0 ? `${task.failed} of ${task.total} chunks failed` : (task.error ?? `the load ended ${task.status}`);
-    await fail(pool, task.id, `${why}; nothing was published`, null);
+    // A load whose chunks were all planned can be mended by retrying the task's failed chunks
+    // (a person's cancel is final: such a task is not retried).
+    const mendable = task.status !== 'cancelled' && load.source !== null && load.chunks !== null;
+    await fail(pool, task.id, mendable ? `${why}; nothing was published (retry the failed chunks to go on)` : `${why}; nothing was published`, null, mendable ? task.round : null);
     return;
   }
   const compiled = compileSpec(parseSpec(load.text));

@@ -215,9 +215,9 @@ export function compileSpec(spec: Spec): CompiledSpec {
 }
 
 /**
- * Checks a file's header against the spec: every source column must be in it. A header with
- * none of them is the wrong file (or has no header at all); otherwise each missing column is
- * named by the spec field that asks for it.
+ * Checks a file's header against the spec: every source column must be in it, once. A header
+ * with none of them is the wrong file (or has no header at all); otherwise each missing column is
+ * named by the spec field that asks for it, and each named twice by the header.
  */
 export function headerIssues(compiled: CompiledSpec, header: readonly string[]): SpecIssue[] {
   const present = new Set(header);
@@ -227,6 +227,15 @@ export function headerIssues(compiled: CompiledSpec, header: readonly string[]):
     return [{ field: 'file.header', rule: 'header_mismatch', message: `the header (line ${compiled.spec.source.headerRow}: ${shown || 'empty'}) has none of the spec's columns (${compiled.sourceColumns.slice(0, 8).join(', ')}); wrong file, or no header line` }];
   }
   const issues: SpecIssue[] = [];
+  // A column the spec reads must be named once: which of two would it be?
+  const read = new Set(compiled.sourceColumns);
+  const positions = new Map<string, number[]>();
+  header.forEach((h, i) => {
+    if (read.has(h)) positions.set(h, [...(positions.get(h) ?? []), i + 1]);
+  });
+  for (const [name, at] of positions) {
+    if (at.length > 1) issues.push({ field: 'file.header', rule: 'duplicate_column', message: `the header names "${name}" ${at.length} times (columns ${at.join(', ')}), and the spec reads it: name each column once` });
+  }
   compiled.spec.columns.forEach((c, i) => {
     const sources = c.source === undefined ? [c.name] : typeof c.source === 'string' ? [c.source] : c.source;
     sources.forEach((s, j) => {

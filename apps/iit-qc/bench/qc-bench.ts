@@ -311,13 +311,13 @@ async function plainLoop(studyId: string, ruleSetId: string, records: number) {
       lap('load');
       const { findings, tallies } = evaluateSubject(ctx.childRules, data, ctx.trial);
       lap('evaluate');
-      await saveSubject(pool, runId, s.subject, findings, tallies);
+      await saveSubject(pool, runId, 1, s.subject, findings, tallies);
       lap('save');
     }
   }
   at = performance.now();
   const statements = process.env.BENCH_PHASES ? timeStatements() : null;
-  await finishRun(pool, runId);
+  await finishRun(pool, { id: runId, round: 1, status: 'completed', failed: 0, cancelled: 0 });
   lap('fanIn');
   if (statements) console.log(JSON.stringify({ fanInStatements: statements.stop() }));
   if (process.env.BENCH_PHASES) console.log(JSON.stringify(phase));

@@ -73,11 +73,12 @@ export function qcRun(options: QcOptions) {
         findings.push(...reviewed.findings);
         for (const [id, tally] of reviewed.tallies) tallies.set(id, tally);
       }
-      await saveSubject(pool, ctx.task.id, item.subject, findings, tallies);
+      // A save that comes after its round's fan-in (this worker lost its claim and went on) stores nothing.
+      if (!(await saveSubject(pool, ctx.task.id, ctx.item.round, item.subject, findings, tallies))) ctx.log(`subject ${item.subject}: the run was settled without this attempt; nothing stored`);
       return { records: data.records.length, findings: findings.length, errors: [...tallies.values()].reduce((n, t) => n + t.errors, 0) };
     },
     async onFinish(task) {
-      await finishRun(pool, task.id);
+      await finishRun(pool, task);
     },
   });
 }

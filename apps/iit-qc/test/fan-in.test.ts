@@ -88,7 +88,7 @@ describe('the fan-in pages what a study-level rule flags', () => {
     // Without the early outcome (it failed, or its process died), the fan-in runs the checks itself.
     await pool.query('UPDATE qc_run SET study_checks = NULL WHERE task_id = $1', [runId]);
     await pool.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study'", [runId]);
-    await finishRun(pool, runId);
+    await finishRun(pool, { id: runId, round: 1, status: 'completed', failed: 0, cancelled: 0 });
     expect(await outcome()).toEqual(early);
     // Early checks that come once the fan-in is done store nothing.
     expect(await startStudyChecks(pool, runId)).toBeNull();
@@ -98,7 +98,7 @@ describe('the fan-in pages what a study-level rule flags', () => {
     const kept = early.findings[0].key;
     await pool.query("DELETE FROM qc_finding WHERE run_id = $1 AND level = 'study' AND key <> $2", [runId, kept]);
     await pool.query('UPDATE qc_run SET study_checks = $2 WHERE task_id = $1', [runId, JSON.stringify({ errors: { ORPHAN: 'the check failed' } })]);
-    await finishRun(pool, runId);
+    await finishRun(pool, { id: runId, round: 1, status: 'completed', failed: 0, cancelled: 0 });
     const after = await outcome();
     expect(after.findings.map((f) => f.key)).toEqual([kept]);
     expect(after.rules.find((r) => r.rule_id === 'ORPHAN')).toMatchObject({ status: 'error', errors: 1, reason: 'the check failed' });

@@ -1,6 +1,7 @@
 import { route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
+import { checkedByRun } from '../run/finish.ts';
 import { cursor, idParams, limit, ownedRun, pageOf } from './common.ts';
 
 /** The console's views of a run: issues by site, subject by rule, changes against the last run, a subject's records. */
@@ -45,14 +46,14 @@ export function runViewRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
     route({
       method: 'get',
       path: '/runs/:id/changes',
-      summary: 'New, still open and resolved issues per rule against the previous run of the study',
+      summary: 'New, still open and resolved issues per rule against the previous complete run of the study (resolved: what this run checked and no longer finds)',
       params: idParams,
       responses: { 200: z.object({ changes: z.array(z.object({ ruleId: z.string(), new: z.number().int(), open: z.number().int(), resolved: z.number().int() })), previousRunId: z.uuid().nullable() }) },
       async handler(c, { params }) {
         const run = await ownedRun(pool, c, params.id);
         const { rows } = await pool.query(
           `WITH cur AS (SELECT rule_id, count(*) FILTER (WHERE change = 'new')::int AS new, count(*) FILTER (WHERE change = 'open')::int AS open FROM qc_finding WHERE run_id = $1 AND NOT excluded GROUP BY rule_id),
-                gone AS (SELECT p.rule_id, count(*)::int AS resolved FROM qc_finding p WHERE p.run_id = $2 AND NOT p.excluded AND NOT EXISTS (SELECT 1 FROM qc_finding f WHERE f.run_id = $1 AND f.key = p.key) GROUP BY p.rule_id)
+                gone AS (SELECT p.rule_id, count(*)::int AS resolved FROM qc_finding p WHERE p.run_id = $2 AND NOT p.excluded AND ${checkedByRun('p', '$1')} AND NOT EXISTS (SELECT 1 FROM qc_finding f WHERE f.run_id = $1 AND f.key = p.key) GROUP BY p.rule_id)
            SELECT coalesce(cur.rule_id, gone.rule_id) AS "ruleId", coalesce(cur.new, 0) AS new, coalesce(cur.open, 0) AS open, coalesce(gone.resolved, 0) AS resolved
            FROM cur FULL JOIN gone ON gone.rule_id = cur.rule_id ORDER BY 2 DESC, 4 DESC, 1`,
           [run.task_id, run.previous_run_id],

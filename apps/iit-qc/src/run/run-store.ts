@@ -188,36 +188,46 @@ export async function insertFindings(db: pg.PoolClient, runId: string, findings:
 }
 
 // A subject's save in one statement: what an earlier attempt stored goes, its findings (a first
-// page) and rule errors come in. The inserts read the count of the deletes, so each delete has
-// run to its end before its insert starts: the rows it deleted are this transaction's, and a key
-// they held is free again for the insert.
-const SAVE_SUBJECT = `WITH gone AS (DELETE FROM qc_finding WHERE run_id = $1 AND subject = $2 AND level <> 'study' RETURNING 1),
-     gone_errors AS (DELETE FROM qc_rule_error WHERE run_id = $1 AND subject = $2 RETURNING 1),
+// page) and rule errors come in, and the subject is recorded as checked. The inserts read the count
+// of the deletes, so each delete has run to its end before its insert starts: the rows it deleted
+// are this transaction's, and a key they held is free again for the insert. All of it only while
+// the run is open to this round's saves: the run's row, share-locked, has not been settled by this
+// round's fan-in (or a later one). A save that waits on the fan-in's lock sees its outcome.
+const SAVE_SUBJECT = `WITH run AS (SELECT 1 FROM qc_run WHERE task_id = $1 AND settled_round < $5 FOR SHARE),
+     gone AS (DELETE FROM qc_finding WHERE run_id = $1 AND subject = $2 AND level <> 'study' AND EXISTS (SELECT 1 FROM run) RETURNING 1),
+     gone_errors AS (DELETE FROM qc_rule_error WHERE run_id = $1 AND subject = $2 AND EXISTS (SELECT 1 FROM run) RETURNING 1),
+     checked AS (INSERT INTO qc_run_subject (run_id, subject) SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM run) ON CONFLICT DO NOTHING),
      errors AS (
        INSERT INTO qc_rule_error (run_id, subject, rule_id, count, message)
        SELECT $1, $2, e.rule_id, e.count, e.message FROM jsonb_to_recordset($4::jsonb) AS e(rule_id text, count int, message text)
-       WHERE (SELECT count(*) FROM gone_errors) >= 0)
-     INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')})
-     SELECT $1, f.* FROM (${findingRows('$3')}) f WHERE (SELECT count(*) FROM gone) >= 0
-     ON CONFLICT (run_id, key) DO NOTHING`;
+       WHERE (SELECT count(*) FROM gone_errors) >= 0 AND EXISTS (SELECT 1 FROM run)),
+     found AS (
+       INSERT INTO qc_finding (run_id, ${FINDING_COLUMNS.join(', ')})
+       SELECT $1, f.* FROM (${findingRows('$3')}) f WHERE (SELECT count(*) FROM gone) >= 0 AND EXISTS (SELECT 1 FROM run)
+       ON CONFLICT (run_id, key) DO NOTHING)
+     SELECT EXISTS (SELECT 1 FROM run) AS saved`;
 
 /**
  * A child's outcome, atomically: whatever an earlier attempt of this subject stored is replaced, so
  * a retry after a crash leaves neither duplicates nor gaps. One statement (one round trip) unless
- * the subject has more findings than a page, then one transaction.
+ * the subject has more findings than a page, then one transaction. `round` is the child's: once
+ * the fan-in of that round settled the run, a late save (a worker that lost its lease and went on)
+ * stores nothing and returns false, as does a save for a run that is not there.
  */
-export async function saveSubject(pool: pg.Pool, runId: string, subject: string, findings: readonly Finding[], tallies: ReadonlyMap<string, RuleTally>): Promise<void> {
+export async function saveSubject(pool: pg.Pool, runId: string, round: number, subject: string, findings: readonly Finding[], tallies: ReadonlyMap<string, RuleTally>): Promise<boolean> {
   const errors = JSON.stringify([...tallies].map(([ruleId, tally]) => ({ rule_id: ruleId, count: tally.errors, message: tally.firstError ?? '' })));
   if (findings.length <= FINDINGS_PAGE) {
-    await pool.query(SAVE_SUBJECT, [runId, subject, findingsJson(findings), errors]);
-    return;
+    const { rows } = await pool.query<{ saved: boolean }>(SAVE_SUBJECT, [runId, subject, findingsJson(findings), errors, round]);
+    return rows[0]!.saved;
   }
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query(SAVE_SUBJECT, [runId, subject, findingsJson(findings.slice(0, FINDINGS_PAGE)), errors]);
-    await insertFindings(client, runId, findings.slice(FINDINGS_PAGE));
+    const { rows } = await client.query<{ saved: boolean }>(SAVE_SUBJECT, [runId, subject, findingsJson(findings.slice(0, FINDINGS_PAGE)), errors, round]);
+    const saved = rows[0]!.saved;
+    if (saved) await insertFindings(client, runId, findings.slice(FINDINGS_PAGE));
     await client.query('COMMIT');
+    return saved;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;

@@ -22,6 +22,11 @@ export default defineApp({
     /** The largest upload accepted, in bytes (413 beyond). */
     ETL_MAX_UPLOAD_BYTES: intVar({ min: 1 }).default(2 * 1024 ** 3),
     /**
+     * The most a load's prepared source may take, in bytes (a gzip inflated, a worksheet written
+     * out as CSV): beyond it the load fails (too_big) and the partial file goes. @default 17179869184 (16 GiB)
+     */
+    ETL_MAX_SOURCE_BYTES: intVar({ min: 1 }).default(16 * 1024 ** 3),
+    /**
      * Records per chunk (one child each) when a load does not say. Each chunk costs the fan-out
      * runtime 10-20 ms of CPU (claim, settle, log, job statements) whatever its size: at 25,000
      * records that was a tenth of a COVID-shaped load's CPU, at 50,000 half as much.
@@ -35,7 +40,7 @@ export default defineApp({
     // COPY needs a plain pg connection; the app keeps a small pool of its own beside the kit's.
     const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: Math.min(env.FANOUT_WORKER_CONCURRENCY + 2, 12), application_name: 'fanout-etl-copy' });
     pool.on('error', (error) => logger.warn('idle ETL database connection lost', { error: error.message }));
-    const definition = etlLoad({ pool, storage, chunkRecords: env.ETL_CHUNK_RECORDS });
+    const definition = etlLoad({ pool, storage, chunkRecords: env.ETL_CHUNK_RECORDS, maxSourceBytes: env.ETL_MAX_SOURCE_BYTES });
     return { storage, pool, definition, maxUploadBytes: env.ETL_MAX_UPLOAD_BYTES, close: () => pool.end() };
   },
   routes: ({ fanout, services }) => loadRoutes({ pool: services.pool, storage: services.storage, fanout, definition: services.definition, maxUploadBytes: services.maxUploadBytes }),

@@ -12,6 +12,8 @@ export interface EtlOptions {
   storage: FileStorage;
   /** Records per chunk when a load does not say. */
   chunkRecords: number;
+  /** The most a load's prepared source may take (a gzip inflated, a worksheet as CSV). @default 16 GiB */
+  maxSourceBytes?: number;
 }
 
 export const etlInput = z.object({

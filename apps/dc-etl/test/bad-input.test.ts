@@ -1,6 +1,7 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { dataPath, etlTest, fileOf, json, postLoad, runLoad, specText, type EtlTest } from './harness.ts';
 
@@ -66,6 +67,49 @@ describe('bad input', () => {
     const form = new FormData();
     form.set('file', new Blob([JSON.stringify(unknownVariable)]), 'spec.json');
     await expectError(await fetch(`${t.apiUrl}/api/etl/specs`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form }), 400, 'body.spec.rules.0.assert', 'invalid_rule');
+  });
+
+  it('a NUL character where PostgreSQL stores none (a spec value, a file name) and a YAML alias bomb: a 400, never a 500, nothing kept', async () => {
+    await using t = await etlTest();
+    await t.api();
+    const postSpec = (text: string) => {
+      const form = new FormData();
+      form.set('file', new Blob([text]), 'spec.yaml');
+      return fetch(`${t.apiUrl}/api/etl/specs`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form });
+    };
+    const nul = smallSpec.replace('"NA"', '"NA","x\\u0000"');
+    await expectError(await postSpec(nul), 400, 'body.spec.nullTokens.1', 'nul_character', /NUL character/);
+    await expectError(await postLoad(t, small, nul), 400, 'body.spec.nullTokens.1', 'nul_character', /NUL character/);
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
+    for (const [prev, n] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e']]) lines.push(`${n}: &${n} [${Array(10).fill(`*${prev}`).join(',')}]`);
+    await expectError(await postSpec(`${lines.join('\n')}\nversion: "2"\n`), 400, 'body.spec', 'invalid_syntax', /not a usable spec: .*alias/i);
+    const boundary = 'fanout-boundary';
+    const named = Buffer.concat([
+      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename*=UTF-8''t%00.csv\r\ncontent-type: text/csv\r\n\r\n`),
+      small.bytes,
+      Buffer.from(`\r\n--${boundary}--\r\n`),
+    ]);
+    const upload = await fetch(`${t.apiUrl}/api/etl/uploads`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: named });
+    await expectError(upload, 400, 'body.file.filename', 'invalid_filename', /control characters/);
+    await nothingLeft(t);
+  });
+
+  it('a file that expands past ETL_MAX_SOURCE_BYTES (a gzip bomb) or a workbook row past Excel\'s last fails its load with the reason, writing no more than the limit', async () => {
+    await using t = await etlTest();
+    await t.api();
+    await t.workers(1, { ETL_MAX_SOURCE_BYTES: 4 * 1024 * 1024 });
+    const rows = Buffer.from('subject_id,pan_day,test_id,age\n' + '1,4,covid,30\n'.repeat(4_000_000));
+    const bomb = gzipSync(rows, { level: 9 });
+    expect(bomb.length).toBeLessThan(rows.length / 100);
+    const inflated = await runLoad(t, { name: 'bomb.csv.gz', bytes: bomb }, smallSpec);
+    expect(inflated).toMatchObject({ status: 'failed', error: expect.stringMatching(/the file expands to more than 4194304 bytes \(ETL_MAX_SOURCE_BYTES\)/) });
+    // A hand-made workbook (1.6 KB) whose second row is numbered 30,000,000: written out, its gap
+    // would be as many blank lines.
+    const gap = await runLoad(t, fileOf(new URL('fixtures/row-gap.xlsx', import.meta.url).pathname), JSON.stringify({ version: '2', target: 'gap', columns: [{ name: 'subject_id', type: 'integer' }, { name: 'age', type: 'number' }] }));
+    expect(gap).toMatchObject({ status: 'failed', error: expect.stringMatching(/a row numbered 30000000 after row 2 \(rows go up to 1048576, in order\)/) });
+    // Neither left a prepared source behind.
+    const prepared = readdirSync(join(t.storageDir, 'loads'), { recursive: true }).map(String).filter((f) => f.includes('source.csv'));
+    expect(prepared).toEqual([]);
   });
 
   it('a load over its reject threshold fails with the reason and publishes nothing; discarding it (or a published load) leaves nothing behind; tenants stay apart', async () => {

@@ -28,6 +28,8 @@ export default defineApp({
     IIT_STORAGE_DIR: stringVar().optional(),
     /** The largest upload accepted (413 beyond it). @default 268435456 (256 MB) */
     IIT_MAX_UPLOAD_BYTES: intVar({ min: 1024, max: 2 ** 40 }).default(256 * 1024 * 1024),
+    /** The most a gzip-compressed upload may inflate to (a 400 beyond it, nothing kept). @default 1073741824 (1 GiB) */
+    IIT_MAX_INFLATED_BYTES: intVar({ min: 1024, max: 2 ** 40 }).default(1024 ** 3),
     /**
      * Subjects a worker process loads and evaluates at once (its other children wait before
      * loading): what bounds the subject data in the worker's memory. @default 2
@@ -42,6 +44,7 @@ export default defineApp({
       storageDir: join(root, 'files'),
       uploadDir: join(root, 'incoming'),
       maxUploadBytes: env.IIT_MAX_UPLOAD_BYTES,
+      maxInflatedBytes: env.IIT_MAX_INFLATED_BYTES,
       definition: qcRun({ pool, review: llm ? agentReview(llm) : null, subjectsInMemory: env.IIT_SUBJECTS_IN_MEMORY }),
     };
   },

@@ -2,6 +2,7 @@ import { TEST_TOKEN } from '@fanout/kit/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PILOT, qcTest, type QcTest } from './harness.ts';
 
@@ -20,7 +21,7 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
 
   beforeAll(async () => {
     t = await qcTest();
-    await t.api();
+    await t.api({ IIT_MAX_INFLATED_BYTES: 4 * 1024 * 1024 });
     studyId = await t.study('bad input', 'sdtm');
     expect((await t.upload(studyId, 'ta.xpt', readFileSync(join(PILOT, 'ta.xpt')))).status).toBe(201);
   }, 120_000);
@@ -104,5 +105,47 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     expect(JSON.parse(status.body).error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('larger than the limit') });
     expect(await stored()).toBe(1);
     expect(incoming()).toBe(0);
+  });
+
+  const refused = async (res: Response, status: number, field: string, rule: string, says: RegExp) => {
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(status);
+    expect(body.error.issues, JSON.stringify(body)).toEqual(expect.arrayContaining([expect.objectContaining({ field, rule })]));
+    expect(body.error.message).toMatch(says);
+  };
+  const multipart = (disposition: string, content: string) => {
+    const boundary = 'fanout-boundary';
+    const body = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; ${disposition}\r\ncontent-type: text/csv\r\n\r\n${content}\r\n--${boundary}--\r\n`);
+    return fetch(`${t.apiUrl}/api/iit/studies/${studyId}/datasets`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+  };
+
+  it('refuses a gzip upload that inflates past IIT_MAX_INFLATED_BYTES with 413, keeping nothing (a 40 KB file of 40 MB)', async () => {
+    const bomb = gzipSync(Buffer.alloc(40 * 1024 * 1024, 0x41), { level: 9 });
+    expect(bomb.length).toBeLessThan(100_000);
+    await refused(await t.upload(studyId, 'dm.csv.gz', bomb), 413, 'body.file', 'too_big', /inflates to more than the limit of 4194304 bytes/);
+    expect(await stored()).toBe(1);
+    expect(incoming()).toBe(0);
+  });
+
+  it('refuses a NUL character where PostgreSQL stores none (a value, a file name, a YAML escape) with a 400, not a 500', async () => {
+    await refused(await t.upload(studyId, 'dm.csv', new TextEncoder().encode('STUDYID,USUBJID,AGE\nX,01\u0000,3\n')), 400, 'body.file', 'nul_character', /record 1 \(USUBJID\) holds the NUL character/);
+    await refused(await multipart(`filename*=UTF-8''dm%00x.csv`, 'STUDYID,USUBJID,AGE\nX,01,3\n'), 400, 'body.file.filename', 'invalid_filename', /control characters/);
+    const rules = `name: probe\nrules:\n  - id: R1\n    scope: DM\n    level: record\n    severity: error\n    message: "bad\\0value"\n    condition: row.AGE == 1\n`;
+    await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: rules } }), 400, 'body.rules.0.message', 'nul_character', /NUL character/);
+    expect(await stored()).toBe(1);
+    expect(incoming()).toBe(0);
+  });
+
+  it('refuses a rule set whose YAML aliases expand without bound (an alias bomb) with a 400', async () => {
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
+    for (const [prev, n] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e'], ['e', 'f']]) lines.push(`${n}: &${n} [${Array(10).fill(`*${prev}`).join(',')}]`);
+    await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: `${lines.join('\n')}\nname: bomb\nrules: []\n` } }), 400, 'body', 'invalid_yaml', /not a usable rule set: .*alias/i);
+  });
+
+  it('refuses a define.xml whose dataset or variable has no Name, naming it', async () => {
+    const define = (inner: string) => new TextEncoder().encode(`<?xml version="1.0"?><ODM><Study><MetaDataVersion>${inner}</MetaDataVersion></Study></ODM>`);
+    await refused(await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM"/>')), 400, 'body.file', 'invalid_define', /ItemGroupDef IG\.DM has no Name attribute/);
+    await refused(await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM" Name="DM"><ItemRef ItemOID="IT.1"/></ItemGroupDef><ItemDef OID="IT.1" DataType="text"/>')), 400, 'body.file', 'invalid_define', /ItemDef IT\.1 has no Name attribute/);
+    expect(await stored()).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 export { healthRoutes, ownedTask, routerOf, taskRoutes, unknownRoute } from './routes/index.ts';
 export type { TaskRoutesOptions } from './routes/index.ts';
 export { itemView, taskView } from './views.ts';
-export { bearerAuth, mountRoute, openApiPath, parseRequest, route } from './route.ts';
+export { bearerAuth, mountRoute, nulCharacterAt, openApiPath, parseRequest, route } from './route.ts';
 export type { Authenticate, AuthEnv, MountOptions, Principal, ResponseSpec, Role, RouteSpec } from './route.ts';
 export { clientAddress, FailedAttempts } from './auth/failed-attempts.ts';
 export type { FailedAttemptsOptions } from './auth/failed-attempts.ts';
@@ -18,5 +18,5 @@ export type { CsvColumn } from './export/csv.ts';
 export { jsonArrayOf, textStream } from './export/stream.ts';
 export { resultExportRoutes, taskItems } from './export/results.ts';
 export type { ResultExport } from './export/results.ts';
-export { receiveUpload } from './upload/receive-upload.ts';
+export { byteLimit, receiveUpload } from './upload/receive-upload.ts';
 export type { ReceivedFile, UploadOptions } from './upload/receive-upload.ts';

@@ -49,8 +49,13 @@ export function route<P extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType
   return spec as unknown as RouteSpec;
 }
 
-/** Where a string holds U+0000, which PostgreSQL stores in no text or JSON column; null when none does. */
-function nulCharacterAt(value: unknown, path: string, depth = 0): string | null {
+/**
+ * Where a string in `value` (a string, or an object or array of them, keys included) holds U+0000,
+ * which PostgreSQL stores in no text or JSON column: the path from `path` (`body.rules.0.message`);
+ * null when none does. For what reaches the database another way than a JSON body (a YAML text, a
+ * file's values), so that it is refused as the user's mistake it is.
+ */
+export function nulCharacterAt(value: unknown, path: string, depth = 0): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? path : null;
   if (!value || typeof value !== 'object' || depth > 64) return null;
   for (const [key, child] of Object.entries(value)) {

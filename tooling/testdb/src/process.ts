@@ -35,12 +35,19 @@ export interface PodProcess {
 }
 
 /**
+ * In this repository (this module run from its TypeScript source), a process resolves the
+ * workspace's packages to their sources too; installed from npm, to what they ship (their `src`
+ * is under `node_modules`, where Node strips no types).
+ */
+const SOURCE_CONDITIONS = import.meta.url.endsWith('.ts') ? ['--conditions=dev-source'] : [];
+
+/**
  * Starts a TypeScript entry point as its own OS process (a "pod" in multi-process tests), with
  * `DATABASE_URL` and `env`, and waits until it prints a line starting with `readyWord`. Its
  * stdout lines are kept in `lines`; stderr is shown when FANOUT_TEST_VERBOSE is set.
  */
 export async function startProcess(path: string, readyWord: string, databaseUrl: string, env: Record<string, string | number> = {}): Promise<PodProcess> {
-  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', path], {
+  const child = spawn(process.execPath, [...SOURCE_CONDITIONS, '--no-warnings', path], {
     env: { ...process.env, DATABASE_URL: databaseUrl, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations, createTestDatabase, getTestPostgres, loadMigrations, quoteIdent } from './index.ts';
+import { applyMigrations, createTestDatabase, getTestPostgres, loadMigrations, quoteIdent, startProcess } from './index.ts';
 import { migrationsHash } from './migrations.ts';
 
 let dir: string;
@@ -133,5 +133,22 @@ describe('applyMigrations', () => {
     await fs.writeFile(path.join(dir, 'migrations', '20240101000000_first', 'migration.sql'), 'CREATE TABLE a (id bigint);');
     await expect(applyMigrations(db.url, [migrations])).rejects.toThrow(/has changed/);
     await fs.writeFile(path.join(dir, 'migrations', '20240101000000_first', 'migration.sql'), 'CREATE TABLE a (id int);');
+  });
+});
+
+describe('startProcess', () => {
+  it('resolves the workspace to its sources from the sources, and never from the build (as installed from npm)', async () => {
+    const script = path.join(dir, 'argv.ts');
+    await fs.writeFile(script, "console.log('READY ' + JSON.stringify(process.execArgv)); setInterval(() => {}, 1000);\n");
+    const argvOf = async (start: typeof startProcess) => {
+      const pod = await start(script, 'READY', 'postgres://unused');
+      await pod.stop();
+      return JSON.parse(pod.lines.find((l) => l.startsWith('READY'))!.slice('READY '.length)) as string[];
+    };
+    expect(await argvOf(startProcess)).toContain('--conditions=dev-source');
+    // The build is what a project that installs @fanout/testdb (or the kit's appTest) runs: there the
+    // packages' src is under node_modules, where Node strips no types.
+    const built = (await import(new URL('../dist/index.js', import.meta.url).href)) as { startProcess: typeof startProcess };
+    expect(await argvOf(built.startProcess)).not.toContain('--conditions=dev-source');
   });
 });

@@ -115,14 +115,13 @@ async function storeSpec(pool: pg.Pool, tenant: string, text: string, compiled: 
 async function storeUpload(pool: pg.Pool, storage: FileStorage, tenant: string, file: ReceivedFile): Promise<string> {
   const id = randomUUID();
   await storage.adopt(file.path, uploadKey(id));
-  await pool.query('INSERT INTO etl_upload (id, tenant, filename, storage_key, bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)', [
-    id,
-    tenant,
-    file.filename,
-    uploadKey(id),
-    file.bytes,
-    file.sha256,
-  ]);
+  // A file no row names would stay on disk for good: it goes if the row does not come.
+  await pool
+    .query('INSERT INTO etl_upload (id, tenant, filename, storage_key, bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)', [id, tenant, file.filename, uploadKey(id), file.bytes, file.sha256])
+    .catch(async (error: unknown) => {
+      await storage.remove(uploadKey(id)).catch(() => {});
+      throw error;
+    });
   return id;
 }
 

@@ -1,10 +1,11 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { PermanentError, type ListedItem } from '@fanout/core';
+import { byteLimit } from '@fanout/http';
 import type pg from 'pg';
 import { loadDir, uploadKey, type FileStorage } from '../files/storage.ts';
 import { compileSpec, headerIssues, parseSpec, SpecError } from '../spec/compile.ts';
@@ -52,19 +53,26 @@ function toUtf8(encoding: string): Transform {
  * a worksheet's rows led by their row number). Written to a temporary name and renamed, so a
  * manager that runs again never changes a file a child is reading.
  */
-async function prepareSource(storage: FileStorage, loadId: string, uploadPath: string, info: SourceInfo): Promise<{ key: string; offset: number; lineField: boolean }> {
+async function prepareSource(storage: FileStorage, loadId: string, uploadPath: string, info: SourceInfo, maxBytes: number): Promise<{ key: string; offset: number; lineField: boolean }> {
   if (info.format !== 'xlsx' && info.compression === null && info.encoding === 'utf-8') return { key: '', offset: info.bom, lineField: false };
   const key = `${loadDir(loadId)}/source.csv`;
   const target = storage.path(key);
   const temporary = `${target}.${process.pid}.tmp`;
   await mkdir(dirname(target), { recursive: true });
-  if (info.format === 'xlsx') {
-    await xlsxToCsv(uploadPath, info.sheet!, info.headerRow, info.header.length, temporary);
-  } else {
-    const steps: NodeJS.ReadWriteStream[] = [];
-    if (info.compression === 'gzip') steps.push(createGunzip());
-    if (info.encoding !== 'utf-8') steps.push(toUtf8(info.encoding));
-    await pipeline([createReadStream(uploadPath), ...steps, createWriteStream(temporary)]);
+  // What the upload expands to is bounded: its own size does not bound it.
+  const limit = () => byteLimit(maxBytes, () => new SourceError(`the file expands to more than ${maxBytes} bytes (ETL_MAX_SOURCE_BYTES)`, 'too_big'));
+  try {
+    if (info.format === 'xlsx') {
+      await xlsxToCsv(uploadPath, info.sheet!, info.headerRow, info.header.length, temporary, limit());
+    } else {
+      const steps: NodeJS.ReadWriteStream[] = [];
+      if (info.compression === 'gzip') steps.push(createGunzip());
+      if (info.encoding !== 'utf-8') steps.push(toUtf8(info.encoding));
+      await pipeline([createReadStream(uploadPath), ...steps, limit(), createWriteStream(temporary)]);
+    }
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
   }
   await rename(temporary, target);
   // A UTF-8 BOM stays in an inflated file; transcoded text drops it (TextDecoder does).
@@ -74,6 +82,8 @@ async function prepareSource(storage: FileStorage, loadId: string, uploadPath: s
 export interface PlanDeps {
   pool: pg.Pool;
   storage: FileStorage;
+  /** The most the prepared source may take. @default 16 GiB */
+  maxSourceBytes?: number;
 }
 
 /**
@@ -112,7 +122,9 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
     throw error;
   }
 
-  const prepared = await prepareSource(storage, loadId, uploadPath, info);
+  const prepared = await prepareSource(storage, loadId, uploadPath, info, deps.maxSourceBytes ?? 16 * 1024 ** 3).catch((error: unknown) => {
+    throw error instanceof SourceError ? new PermanentError(error.message, { code: error.rule }) : error;
+  });
   const source: PreparedSource = { ...info, key: prepared.key || uploadKey(input.uploadId), lineField: prepared.lineField };
   await pool.query(createStageSql(loadId, compiled.targetColumns));
   await pool.query(`UPDATE etl_load SET source = $2, stage_table = $3 WHERE id = $1`, [loadId, JSON.stringify(source), `l_${loadId.replaceAll('-', '')}`]);

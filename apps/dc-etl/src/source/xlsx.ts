@@ -1,5 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import type { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import ExcelJS from 'exceljs';
 import { SourceError } from './inspect.ts';
 
@@ -54,6 +56,7 @@ async function findSheet(path: string, name: string | null, use: (sheet: StreamS
       for await (const _ of sheet) void _; // skip its rows
     }
   } catch (error) {
+    if (error instanceof SourceError) throw error;
     throw new SourceError(`the workbook cannot be read (${(error as Error).message})`, 'invalid_xlsx');
   }
   throw new SourceError(name === null ? 'the workbook has no first sheet' : `the workbook has no sheet "${name}" (its sheets: ${seen.join(', ')})`, 'unknown_sheet');
@@ -84,20 +87,30 @@ const csvField = (text: string) => (/[",\n\r]/.test(text) ? `"${text.replaceAll(
  * "line" of a spreadsheet's rejects), streaming both ways. Rows the sheet leaves out entirely
  * are written as blank rows so they are counted like the empty rows it has.
  */
-export async function xlsxToCsv(path: string, sheetName: string, headerRow: number, width: number, out: string): Promise<void> {
-  const stream = createWriteStream(out);
+export async function xlsxToCsv(path: string, sheetName: string, headerRow: number, width: number, out: string, limit: Transform): Promise<void> {
+  const file = createWriteStream(out);
+  const written = pipeline(limit, file);
+  written.catch(() => {});
   const write = async (text: string) => {
-    if (!stream.write(text)) await once(stream, 'drain');
+    if (!limit.write(text)) await Promise.race([once(limit, 'drain'), written]);
   };
   await findSheet(path, sheetName, async (ws) => {
     let last = headerRow;
     for await (const row of ws) {
       if (row.number <= headerRow) continue;
+      // Excel's sheets end at row 1,048,576; a workbook that says otherwise is not one Excel wrote,
+      // and its gap would be written out as that many blank rows.
+      if (row.number > EXCEL_MAX_ROWS || row.number <= last) {
+        throw new SourceError(`the sheet "${sheetName}" has a row numbered ${row.number} after row ${last} (rows go up to ${EXCEL_MAX_ROWS}, in order)`, 'invalid_xlsx');
+      }
       for (let gap = last + 1; gap < row.number; gap++) await write(`${gap}${','.repeat(width)}\n`);
       last = row.number;
       await write(`${row.number},${rowCells(row, width).map(csvField).join(',')}\n`);
     }
   });
-  stream.end();
-  await once(stream, 'finish');
+  limit.end();
+  await written;
 }
+
+/** The last row of an Excel worksheet. */
+const EXCEL_MAX_ROWS = 1_048_576;

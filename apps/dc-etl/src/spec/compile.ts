@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { nulCharacterAt } from '@fanout/http';
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -34,7 +35,15 @@ export function parseSpec(text: string): Spec {
     const where = error.linePos?.[0] ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
     throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not valid YAML or JSON${where}: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}` }]);
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // An alias bomb: the YAML library refuses to expand it.
+    throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not a usable spec: ${(error as Error).message}` }]);
+  }
+  const nul = nulCharacterAt(value, 'spec');
+  if (nul) throw new SpecError([{ field: nul, rule: 'nul_character', message: `${nul}: must not contain the NUL character (U+0000)` }]);
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new SpecError([{ field: 'spec', rule: 'invalid_type', message: 'must be a mapping (target, columns, ...)' }]);
   const result = specSchema.safeParse(value);
   if (!result.success) throw new SpecError(result.error.issues.map((i: z.core.$ZodIssue) => ({ field: path(i.path), rule: i.code, message: i.message })));

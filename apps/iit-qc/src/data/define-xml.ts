@@ -44,14 +44,19 @@ export async function readDefineXml(path: string): Promise<DefineMetadata> {
   const mdv = doc.ODM?.Study?.MetaDataVersion;
   if (!mdv) throw new UnreadableFileError('not a Define-XML document: no ODM/Study/MetaDataVersion element', { rule: 'invalid_define' });
   const items = new Map<string, { Name: string; DataType: string; Length?: string; CodeListRef?: { CodeListOID: string } }>();
-  for (const item of asArray(mdv.ItemDef as never)) items.set((item as { OID: string }).OID, item);
+  for (const item of asArray(mdv.ItemDef as never)) {
+    required(item, 'ItemDef', 'Name');
+    items.set(required(item, 'ItemDef', 'OID'), item);
+  }
   const codelists: DefineMetadata['codelists'] = {};
   for (const cl of asArray(mdv.CodeList as never) as { OID: string; Name: string; CodeListItem?: unknown; EnumeratedItem?: unknown }[]) {
+    required(cl, 'CodeList', 'OID');
     const values = [...asArray(cl.CodeListItem as never), ...asArray(cl.EnumeratedItem as never)].map((i) => String((i as { CodedValue: string }).CodedValue));
     codelists[cl.OID] = { name: cl.Name, values };
   }
   const datasets: DefineDataset[] = [];
   for (const group of asArray(mdv.ItemGroupDef as never) as { Name: string; Domain?: string; Description?: unknown; ItemRef?: unknown }[]) {
+    required(group, 'ItemGroupDef', 'Name');
     const variables: DefineVariable[] = [];
     for (const ref of asArray(group.ItemRef as never) as { ItemOID: string; Mandatory?: string }[]) {
       const item = items.get(ref.ItemOID);
@@ -68,6 +73,14 @@ export async function readDefineXml(path: string): Promise<DefineMetadata> {
   }
   if (datasets.length === 0) throw new UnreadableFileError('not a Define-XML document: it describes no dataset (ItemGroupDef)', { rule: 'invalid_define' });
   return { standard: (mdv.StandardName as string | undefined) ?? null, datasets, codelists };
+}
+
+/** An attribute an element must have, as text: else the file is refused, naming the element. */
+function required(element: unknown, kind: string, attribute: string): string {
+  const value = element && typeof element === 'object' ? (element as Record<string, unknown>)[attribute] : undefined;
+  if (typeof value === 'string' && value !== '') return value;
+  const oid = element && typeof element === 'object' && typeof (element as { OID?: unknown }).OID === 'string' ? ` ${(element as { OID: string }).OID}` : '';
+  throw new UnreadableFileError(`not a valid Define-XML document: ${kind}${oid} has no ${attribute} attribute`, { rule: 'invalid_define' });
 }
 
 /** Types of a dataset's variables from define.xml: integer and float are numbers. */

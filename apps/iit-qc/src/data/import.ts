@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { ReceivedFile } from '@fanout/http';
+import { byteLimit, nulCharacterAt, type ReceivedFile } from '@fanout/http';
 import type pg from 'pg';
 import { readSdtmCsv } from './csv.ts';
 import { defineTypes, readDefineXml, type DefineMetadata } from './define-xml.ts';
@@ -68,11 +68,20 @@ export async function currentMetadata<T>(db: pg.Pool | pg.PoolClient, studyId: s
   return rows[0]?.metadata ?? null;
 }
 
+/** A file's text must hold no NUL character (U+0000): PostgreSQL stores it in no text or JSON. */
+function refuseNul(value: unknown, what: string): void {
+  const at = nulCharacterAt(value, '');
+  if (at !== null) throw new UnreadableFileError(`${what}${at ? ` (${at.slice(1)})` : ''} holds the NUL character (U+0000), which no value may hold`, { rule: 'nul_character' });
+}
+
 async function insertRecords(client: pg.PoolClient, datasetId: string, batch: { recno: number; subject: string | null; row: Row }[]) {
   if (batch.length === 0) return;
+  const data = batch.map((b) => JSON.stringify(b.row));
+  // JSON writes a NUL as \u0000: one look at the text the batch sends anyway.
+  for (const [i, json] of data.entries()) if (json.includes('\\u0000')) refuseNul(batch[i]!.row, `record ${batch[i]!.recno}`);
   await client.query(
     'INSERT INTO qc_record (dataset_id, recno, subject, data) SELECT $1, t.recno, t.subject, t.data::jsonb FROM unnest($2::int[], $3::text[], $4::text[]) AS t(recno, subject, data)',
-    [datasetId, batch.map((b) => b.recno), batch.map((b) => b.subject), batch.map((b) => JSON.stringify(b.row))],
+    [datasetId, batch.map((b) => b.recno), batch.map((b) => b.subject), data],
   );
 }
 
@@ -81,6 +90,8 @@ async function newDataset(
   study: Study,
   d: { name: string; domain: string | null; format: string; file: ReceivedFile; columns: Column[]; metadata?: unknown },
 ): Promise<{ id: string; version: number }> {
+  refuseNul(d.columns, 'a column');
+  refuseNul(d.metadata, 'the file');
   const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0) + 1 AS version FROM qc_dataset WHERE study_id = $1 AND name = $2', [study.id, d.name]);
   const version = rows[0]!.version;
   await client.query('UPDATE qc_dataset SET current = false WHERE study_id = $1 AND name = $2 AND current', [study.id, d.name]);
@@ -92,13 +103,33 @@ async function newDataset(
   return { id: inserted.rows[0]!.id, version };
 }
 
+/** What a gzip-compressed upload may inflate to unless told otherwise: 1 GiB. */
+export const MAX_INFLATED_BYTES = 1024 ** 3;
+
 /**
  * Parses an uploaded file and stores it, all in one transaction: the dataset row with its file
  * hash, then every record. A file that does not parse (at its header or on its last line) rolls
  * the transaction back, so nothing of it is stored. A dataset uploaded again becomes a new version;
  * runs keep reading the version they snapshotted.
  */
-export async function importUpload(pool: pg.Pool, study: Study, file: ReceivedFile, options: { kind?: string; name?: string; storageDir: string }): Promise<StoredDataset[]> {
+export async function importUpload(pool: pg.Pool, study: Study, file: ReceivedFile, options: ImportOptions): Promise<StoredDataset[]> {
+  try {
+    return await importReceived(pool, study, file, options);
+  } finally {
+    // Kept (moved to the storage) only when stored: whatever refused it, nothing of it stays.
+    await rm(file.path, { force: true });
+  }
+}
+
+export interface ImportOptions {
+  kind?: string;
+  name?: string;
+  storageDir: string;
+  /** What a gzip-compressed upload may inflate to. @default 1 GiB */
+  maxInflatedBytes?: number;
+}
+
+async function importReceived(pool: pg.Pool, study: Study, file: ReceivedFile, options: ImportOptions): Promise<StoredDataset[]> {
   const kind = kindOf(study, file.filename, options.kind);
   if (study.standard === 'sdtm' && (kind === 'dictionary' || kind === 'records')) throw new UnreadableFileError(`an SDTM study takes XPT or CSV datasets and define.xml, not a REDCap ${kind}`, { field: 'body.kind', rule: 'invalid_value' });
   if (study.standard === 'redcap' && kind !== 'dictionary' && kind !== 'records') throw new UnreadableFileError(`a REDCap study takes a records export and a data dictionary (CSV), not ${kind}`, { field: 'body.kind', rule: 'invalid_value' });
@@ -106,10 +137,13 @@ export async function importUpload(pool: pg.Pool, study: Study, file: ReceivedFi
   let path = file.path;
   const plain = `${file.path}.plain`;
   if (await isGzip(file.path)) {
+    const max = options.maxInflatedBytes ?? MAX_INFLATED_BYTES;
+    const tooBig = new UnreadableFileError(`the gzip-compressed file inflates to more than the limit of ${max} bytes (IIT_MAX_INFLATED_BYTES)`, { rule: 'too_big' });
     try {
-      await pipeline(createReadStream(file.path), createGunzip(), createWriteStream(plain));
+      await pipeline(createReadStream(file.path), createGunzip(), byteLimit(max, () => tooBig), createWriteStream(plain));
     } catch (error) {
       await rm(plain, { force: true });
+      if (error === tooBig) throw tooBig;
       throw new UnreadableFileError(`the gzip-compressed file does not decompress: ${(error as Error).message}`);
     }
     path = plain;
@@ -194,6 +228,5 @@ export async function importUpload(pool: pg.Pool, study: Study, file: ReceivedFi
   } finally {
     client.release();
     await rm(plain, { force: true });
-    await rm(file.path, { force: true });
   }
 }

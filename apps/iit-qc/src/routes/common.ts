@@ -59,7 +59,10 @@ export async function ownedRun(pool: pg.Pool, c: Context, id: string): Promise<{
 
 /** Turns a refused file or rule set into a 400 naming the field and the rule. */
 export function asHttpError(error: unknown): unknown {
-  if (error instanceof UnreadableFileError) return new HttpError(400, 'invalid_file', `${error.field}: ${error.message}`, [{ field: error.field, rule: error.rule, message: error.message }]);
+  if (error instanceof UnreadableFileError) {
+    const tooBig = error.rule === 'too_big';
+    return new HttpError(tooBig ? 413 : 400, tooBig ? 'payload_too_large' : 'invalid_file', `${error.field}: ${error.message}`, [{ field: error.field, rule: error.rule, message: error.message }]);
+  }
   if (error instanceof RuleSetError) return new HttpError(400, 'invalid_rule_set', error.issues.length === 1 ? error.message : `${error.message} (and ${error.issues.length - 1} more)`, error.issues);
   return error;
 }

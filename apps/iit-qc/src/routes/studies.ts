@@ -39,10 +39,12 @@ export interface StudyRoutesOptions {
   uploadDir: string;
   storageDir: string;
   maxUploadBytes: number;
+  /** What a gzip-compressed upload may inflate to. */
+  maxInflatedBytes: number;
 }
 
 /** Studies and their datasets: create a study, upload files (parsed and stored before any run), list them. */
-export function studyRoutes({ pool, uploadDir, storageDir, maxUploadBytes }: StudyRoutesOptions): RouteSpec[] {
+export function studyRoutes({ pool, uploadDir, storageDir, maxUploadBytes, maxInflatedBytes }: StudyRoutesOptions): RouteSpec[] {
   return [
     route({
       method: 'post',
@@ -102,7 +104,7 @@ export function studyRoutes({ pool, uploadDir, storageDir, maxUploadBytes }: Stu
         const study = await ownedStudy(pool, c, params.id);
         const { file, fields } = await receiveUpload(c, { dir: uploadDir, maxBytes: maxUploadBytes, fields: ['kind', 'name'] });
         try {
-          const stored = await importUpload(pool, study, file, { storageDir, ...(fields.kind ? { kind: fields.kind } : {}), ...(fields.name ? { name: fields.name } : {}) });
+          const stored = await importUpload(pool, study, file, { storageDir, maxInflatedBytes, ...(fields.kind ? { kind: fields.kind } : {}), ...(fields.name ? { name: fields.name } : {}) });
           return c.json({ datasets: stored }, 201);
         } catch (error) {
           throw asHttpError(error);

@@ -1,4 +1,5 @@
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
+import { nulCharacterAt } from '@fanout/http';
 import { LineCounter, parseDocument, isScalar } from 'yaml';
 import type { DefineMetadata } from '../data/define-xml.ts';
 import type { RedcapDictionary } from '../data/redcap.ts';
@@ -79,6 +80,22 @@ export function compileSpec(rule: RuleSpec): CompiledRuleSpec {
  * (define.xml, the REDCap dictionary), and compiles every rule's CEL. Every mistake is reported:
  * the rule's id, the field, and for CEL the line and column in the condition and in the file.
  */
+/**
+ * The document as plain values: refused when its aliases expand beyond what the YAML library allows
+ * (an alias bomb) or a value holds the NUL character (stored in no text or JSON column).
+ */
+function plainValue(doc: ReturnType<typeof parseDocument>): unknown {
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    throw new RuleSetError([{ field: 'body', rule: 'invalid_yaml', message: `not a usable rule set: ${(error as Error).message}` }]);
+  }
+  const nul = nulCharacterAt(value, 'body');
+  if (nul) throw new RuleSetError([{ field: nul, rule: 'nul_character', message: `${nul}: must not contain the NUL character (U+0000)` }]);
+  return value;
+}
+
 export function parseRuleSet(source: string, study: StudyShape): ExpandedRuleSet {
   const lines = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
@@ -90,7 +107,7 @@ export function parseRuleSet(source: string, study: StudyShape): ExpandedRuleSet
       }),
     );
   }
-  const top = ruleSetSpec.safeParse(doc.toJS());
+  const top = ruleSetSpec.safeParse(plainValue(doc));
   if (!top.success) throw new RuleSetError(top.error.issues.map((i) => ({ field: ['body', ...i.path.map(String)].join('.'), rule: i.code, message: `${i.path.join('.') || 'rule set'}: ${i.message}` })));
   const issues: { field: string; rule: string; message: string }[] = [];
   const rules: RuleSpec[] = [];

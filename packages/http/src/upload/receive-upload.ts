@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import type { Context } from 'hono';
@@ -59,6 +59,7 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   parser.on('field', (name, value, info) => {
     if (!(options.fields ?? []).includes(name)) failure ??= issue(400, `body.${name}`, 'unrecognized_field', `not a field of this upload (expected ${[fieldName, ...(options.fields ?? [])].join(', ')})`);
     else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
+    else if (value.includes('\u0000')) failure ??= issue(400, `body.${name}`, 'nul_character', 'must not contain the NUL character (U+0000)');
     else fields[name] = value;
   });
   parser.on('file', (name, stream, info) => {
@@ -77,6 +78,9 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
       failure ??= issue(413, `body.${fieldName}`, 'too_big', `larger than the limit of ${options.maxBytes} bytes`);
     });
     const filename = (info.filename ?? '').split(/[\\/]/).pop() ?? '';
+    // A name is shown and stored as text: control characters (NUL among them) are refused.
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(filename)) failure ??= issue(400, `body.${fieldName}.filename`, 'invalid_filename', 'the file name must not contain control characters');
     writes.push(
       pipeline(stream, createWriteStream(path)).then(() => {
         received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
@@ -94,4 +98,20 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     throw failure ?? issue(400, `body.${fieldName}`, 'required', 'no file was sent');
   }
   return { file: received.file, fields };
+}
+
+/**
+ * A stream stage that passes bytes through until more than `maxBytes` went by, then fails with
+ * `tooBig()`: a bound on what an upload expands to (a gzip inflated, a workbook written out as
+ * CSV), which its own size does not bound.
+ */
+export function byteLimit(maxBytes: number, tooBig: () => Error): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > maxBytes) done(tooBig());
+      else done(null, chunk);
+    },
+  });
 }

@@ -14,6 +14,7 @@ export { runApi } from './process/api.ts';
 export type { RunningProcess, RunOptions } from './process/api.ts';
 export { runWorker } from './process/worker.ts';
 export { runLocal } from './process/local.ts';
+export { runMigrate } from './process/migrate.ts';
 export type { LocalApp, LocalOptions } from './process/local.ts';
 export { listen } from './process/serve.ts';
 export type { Listening } from './process/serve.ts';

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '@fanout/testdb';
+import { createTestDatabase, waitFor } from '@fanout/testdb';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runLocal } from '../src/index.ts';
 import { appTest, TEST_ENV } from '../src/testing/index.ts';
@@ -83,7 +84,25 @@ describe('process runners', () => {
     expect(bad.stderr).toContain('FANOUT_WORKER_CONCURRENCY: must be an integer from 1 to 10000 (got "0")');
     expect(bad.stderr).toContain('ECHO_SLEEP_MS: must be an integer >= 0 (got "soon")');
     const role = await runEntry({ FANOUT_ROLE: 'boss' });
-    expect(role.stderr.trim()).toBe('fanout: FANOUT_ROLE: must be api or worker (got "boss")');
+    expect(role.stderr.trim()).toBe('fanout: FANOUT_ROLE: must be api, worker or migrate (got "boss")');
+  });
+
+  it('a deployment migrates with runMigrate before its processes start: Fanout\'s migrations and the app\'s, each once', async () => {
+    await using db = await createTestDatabase({ name: 'migrate' });
+    const before = await runEntry({ FANOUT_ROLE: 'worker', DATABASE_URL: db.url });
+    expect(before.code).toBe(1);
+    expect(before.stderr).toMatch(/lacks the Fanout migration 20261130000000_fanout_init/);
+    const first = await runEntry({ FANOUT_ROLE: 'migrate', DATABASE_URL: db.url });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^MIGRATED \d+ \(20261130000000_fanout_init, .*20261201100000_echo_marks\)\n$/);
+    expect((await runEntry({ FANOUT_ROLE: 'migrate', DATABASE_URL: db.url })).stdout).toBe('MIGRATED 0\n');
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      expect((await client.query("SELECT to_regclass('echo_mark') IS NOT NULL AS app, to_regclass('fanout_task') IS NOT NULL AS fanout")).rows[0]).toEqual({ app: true, fanout: true });
+    } finally {
+      await client.end();
+    }
   });
 
   it('a local run serves each app on its port with its console and a local operator token, and stops cleanly', async () => {

@@ -9,6 +9,8 @@ describe('rule functions', () => {
   it('reads ISO 8601 dates, partial ones included, and compares them only as far as both go', () => {
     expect(['2014', '2014-03', '2014-03-02', '2014-03-02T11:45', '2014---02'].map(isIsoDate)).toEqual([true, true, true, true, true]);
     expect(['2014-13', '2014-02-30', '14-03-02', '2014/03/02', ''].map(isIsoDate)).toEqual([false, false, false, false, false]);
+    // Dashes stand for unknown parts between known ones; a value of dashes alone, or ending in one, says nothing.
+    expect(['-', '--', '2014--', '2014-03-', '2014-03-02T-'].map(isIsoDate)).toEqual([false, false, false, false, false]);
     expect(['2014', '2014-03', '2014-03-02'].map(isPartialDate)).toEqual([true, true, false]);
     expect(compareDates('2014-02', '2014-03-05')).toBe(-1);
     expect(compareDates('2014-03', '2014-03-05')).toBeNull();

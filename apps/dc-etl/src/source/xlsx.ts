@@ -4,6 +4,7 @@ import type { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import ExcelJS from 'exceljs';
 import { SourceError } from './inspect.ts';
+import { zipEntrySizes } from './zip-sizes.ts';
 
 // exceljs's streaming reader: rows arrive one at a time, the workbook is never whole in memory.
 interface StreamRow {
@@ -43,7 +44,25 @@ export function cellText(value: unknown): string {
 
 const rowCells = (row: StreamRow, width: number) => Array.from({ length: width }, (_, i) => cellText(row.values[i + 1]));
 
+/**
+ * The most a workbook's parts that the reader keeps in memory (its shared strings and styles) may
+ * inflate to: a sheet is streamed, they are not. A workbook Excel wrote with a million rows of
+ * distinct text keeps well under it; a few megabytes inflating to gigabytes would take the
+ * process's memory and minutes of its CPU before the first row.
+ */
+export const XLSX_MAX_CACHED_BYTES = 256 * 1024 * 1024;
+
+async function checkCachedParts(path: string): Promise<void> {
+  const sizes = await zipEntrySizes(path);
+  if (!sizes) return; // not a zip: the reader says so
+  const cached = [...sizes].filter(([name]) => /^xl\/(sharedStrings|styles)\.xml$/i.test(name)).reduce((n, [, size]) => n + size, 0);
+  if (cached > XLSX_MAX_CACHED_BYTES) {
+    throw new SourceError(`the workbook's shared strings and styles inflate to ${cached} bytes, over the ${XLSX_MAX_CACHED_BYTES} a workbook may hold in memory: save the sheet as CSV`, 'too_big');
+  }
+}
+
 async function findSheet(path: string, name: string | null, use: (sheet: StreamSheet) => Promise<void>): Promise<string> {
+  await checkCachedParts(path);
   const seen: string[] = [];
   try {
     for await (const sheet of reader(path)) {

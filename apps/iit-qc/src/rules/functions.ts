@@ -25,7 +25,8 @@ function validDate(y: number, m: number, d: number): boolean {
 
 /** An ISO 8601 date or datetime, complete or partial, with real months and days. */
 export function isIsoDate(v: unknown): boolean {
-  if (typeof v !== 'string' || !ISO_DATETIME.test(v)) return false;
+  // Unknown parts are dashes only between known ones (2014---02): a value ends with a known part.
+  if (typeof v !== 'string' || !ISO_DATETIME.test(v) || !/\d$/.test(v)) return false;
   const full = FULL_DATE.exec(v);
   if (full) return validDate(Number(full[1]), Number(full[2]), Number(full[3]));
   const month = /^\d{4}-(\d{2})/.exec(v);

@@ -99,7 +99,7 @@ describe('bad input', () => {
     await nothingLeft(t);
   });
 
-  it('a file that expands past ETL_MAX_SOURCE_BYTES (a gzip bomb) or a workbook row past Excel\'s last fails its load with the reason, writing no more than the limit', async () => {
+  it('a file that expands past ETL_MAX_SOURCE_BYTES (a gzip bomb) or a workbook row past Excel\'s last fails its load with the reason, leaving no prepared source behind', async () => {
     await using t = await etlTest();
     await t.api();
     await t.workers(1, { ETL_MAX_SOURCE_BYTES: 4 * 1024 * 1024 });

@@ -3,6 +3,7 @@ import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { loadChunk, type ChunkItem } from '../src/load/chunk.ts';
 import { loadContext } from '../src/load/context.ts';
+import { finishLoad } from '../src/load/finish.ts';
 import { dataPath, etlTest, fileOf, json, postLoad, settled, specText, type EtlTest } from './harness.ts';
 
 async function publishedRows(t: EtlTest, target: string): Promise<string> {
@@ -118,5 +119,37 @@ describe('crash safety', () => {
     for (const k of ['rowsIn', 'clean', 'rejected', 'problems', 'duplicates', 'duplicateGroups', 'rows', 'published']) expect(mended.manifest![k], k).toBe(a[k]);
     expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND runs = 0', [id])).rows[0].n).toBe(0);
     expect(await json(t.call('GET', `/tasks/${id}`))).toMatchObject({ status: 'completed', total: 78, succeeded: 78, failed: 0, round: 2 });
+  });
+
+  it("a retry's chunks that all load before the earlier round's fan-in fails the load: the retry's fan-in opens it again and publishes", async () => {
+    await using t = await etlTest();
+    await t.api();
+    await t.workers(1, { FANOUT_WORKER_CONCURRENCY: 1 });
+    const storage = t.rt.ctx.services.storage;
+    const { id } = await json(postLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml', { target: 'covid_c' }), { chunkRecords: '200' }));
+    await waitFor(
+      async () =>
+        (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL', [id])).rows[0].n >= 3,
+      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
+    );
+    const path = storage.path((await t.pool.query("SELECT source->>'key' AS key FROM etl_load WHERE id = $1", [id])).rows[0].key);
+    renameSync(path, `${path}.away`);
+    expect((await settled(t, id, 120_000)).status).toBe('failed');
+    renameSync(`${path}.away`, path);
+    const task = await json(t.call('GET', `/tasks/${id}`));
+    // As the round-1 fan-in found it (a retry is let in while a claimed fan-in still runs): loading.
+    await t.pool.query("UPDATE etl_load SET status = 'loading', failed_round = NULL, error = NULL WHERE id = $1", [id]);
+    // Every chunk of the retry (round 2) loads meanwhile; none finds the load failed to open it.
+    const load = await loadContext(t.pool, id);
+    const missing = (await t.pool.query('SELECT chunk_no FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NULL ORDER BY chunk_no', [id])).rows.map((r) => r.chunk_no as number);
+    expect(missing.length).toBe(task.failed);
+    for (const n of missing) expect((await loadChunk(t.pool, storage, load, await chunk(t, id, n), { round: 2 })).skipped).toBeFalsy();
+    // Then the round-1 fan-in writes its failure, and the round-2 fan-in runs.
+    await finishLoad(t.pool, { ...task, round: 1 });
+    expect((await t.pool.query('SELECT status, failed_round FROM etl_load WHERE id = $1', [id])).rows[0]).toEqual({ status: 'failed', failed_round: 1 });
+    await finishLoad(t.pool, { ...task, round: 2, failed: 0, succeeded: task.total });
+    const mended = await settled(t, id);
+    expect(mended.status, mended.error ?? '').toBe('published');
+    expect(mended.manifest).toMatchObject({ chunks: 78, rowsIn: 15_524, clean: 15_518, rejected: 6 });
   });
 });

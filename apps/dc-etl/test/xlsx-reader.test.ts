@@ -1,8 +1,12 @@
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { byteLimit } from '@fanout/http';
 import { createRequire } from 'node:module';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
-import { cellText, readXlsxHeader } from '../src/source/xlsx.ts';
+import { cellText, readXlsxHeader, xlsxToCsv } from '../src/source/xlsx.ts';
 import { dataPath } from './harness.ts';
 
 // exceljs's streaming reader makes one pass over the zip. Its own iteration of that stream lost
@@ -37,6 +41,26 @@ describe('reading .xlsx workbooks as streams', () => {
     for (const headers of reads) {
       expect(headers.map((h) => h.header)).toEqual(wanted.map(([sheet, row]) => rowOf(sheet, row)));
       for (const h of headers) expect(h.header.join('|')).not.toContain('sharedString');
+    }
+  });
+
+  it('a workbook refused while it is written out leaves no file open (the manager lives on)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xlsx-out-'));
+    try {
+      for (let i = 0; i < 3; i++) {
+        const out = join(dir, `source-${i}.csv`);
+        await expect(xlsxToCsv(new URL('fixtures/row-gap.xlsx', import.meta.url).pathname, 'Sheet1', 1, 2, out, byteLimit(1 << 20, () => new Error('too big')))).rejects.toMatchObject({ rule: 'invalid_xlsx' });
+      }
+      const open = readdirSync('/proc/self/fd').map((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      });
+      expect(open.filter((target) => target.startsWith(dir))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

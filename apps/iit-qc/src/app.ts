@@ -28,7 +28,7 @@ export default defineApp({
     IIT_STORAGE_DIR: stringVar().optional(),
     /** The largest upload accepted (413 beyond it). @default 268435456 (256 MB) */
     IIT_MAX_UPLOAD_BYTES: intVar({ min: 1024, max: 2 ** 40 }).default(256 * 1024 * 1024),
-    /** The most a gzip-compressed upload may inflate to (a 400 beyond it, nothing kept). @default 1073741824 (1 GiB) */
+    /** The most a gzip-compressed upload may inflate to (a 413 beyond it, nothing kept). @default 1073741824 (1 GiB) */
     IIT_MAX_INFLATED_BYTES: intVar({ min: 1024, max: 2 ** 40 }).default(1024 ** 3),
     /**
      * Subjects a worker process loads and evaluates at once (its other children wait before

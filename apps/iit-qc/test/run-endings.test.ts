@@ -118,5 +118,28 @@ describe('run endings', () => {
     const summary = await finishRun(pool, { id: runA, round: 1, status: 'completed', failed: 0, cancelled: 0 });
     expect(summary).toMatchObject({ supersededBy: runB, complete: true, issues: 10 });
     expect((await pool.query('SELECT key, status, last_run_id, resolved_run_id FROM qc_discrepancy WHERE study_id = $1 ORDER BY key', [studyId])).rows).toEqual(settled);
+
+    // A fan-in of an earlier round after a later round's (its lease lapsed while it stalled) changes nothing.
+    const round2 = await finishRun(pool, { id: runB, round: 2, status: 'completed', failed: 0, cancelled: 0 });
+    expect(await finishRun(pool, { id: runB, round: 1, status: 'completed', failed: 1, cancelled: 0 })).toEqual(round2);
+    expect((await pool.query('SELECT settled_round, complete FROM qc_run WHERE task_id = $1', [runB])).rows[0]).toEqual({ settled_round: 2, complete: true });
+  });
+
+  it('a complete run resolves the discrepancies of a subject no longer in the data (an id corrected), which no child checks', async () => {
+    const studyId = await t.study('subject gone', 'sdtm');
+    const ids = (second: string) => new TextEncoder().encode(['USUBJID,SUBJID,SITEID,AGE', `S-001,1,701,61`, `${second},2,701,62`, `S-003,3,701,63`].join('\n'));
+    expect((await t.upload(studyId, 'dm.csv', ids('S-0O2'))).status).toBe(201);
+    const rs = await t.ruleSet(studyId, RULES);
+    await t.waitRun(await t.run(studyId, rs));
+    expect((await t.upload(studyId, 'dm.csv', ids('S-002'))).status).toBe(201);
+    const run2 = await t.run(studyId, rs);
+    expect((await t.waitRun(run2)).summary).toMatchObject({ complete: true, new: 1, open: 2, resolved: 1 });
+    expect((await pool.query("SELECT subject, status FROM qc_discrepancy WHERE study_id = $1 ORDER BY subject", [studyId])).rows).toEqual([
+      { subject: 'S-001', status: 'open' },
+      { subject: 'S-002', status: 'open' },
+      { subject: 'S-003', status: 'open' },
+      { subject: 'S-0O2', status: 'resolved' },
+    ]);
+    expect((await t.json('GET', `/runs/${run2}/changes`)).changes).toEqual([{ ruleId: 'OLD', new: 1, open: 2, resolved: 1 }]);
   });
 });

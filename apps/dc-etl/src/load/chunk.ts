@@ -170,11 +170,11 @@ async function loadOnce(pool: pg.Pool, storage: FileStorage, load: LoadContext, 
 }
 
 /**
- * Opens a load that failed for its failed chunks again, for a chunk of a later round of its task (a
- * retry of them): true when the load is loading again (opened by this chunk or a twin). A load
- * failed for another reason (cancelled, over a threshold) or by this round stays failed.
+ * Opens a load that failed for its failed chunks again, for a chunk (or the fan-in) of a later round
+ * of its task (a retry of them): true when the load is loading again (opened by this call or a
+ * twin). A load failed for another reason (cancelled, over a threshold) or by this round stays failed.
  */
-async function reopen(pool: pg.Pool, loadId: string, round: number): Promise<boolean> {
+export async function reopen(pool: pg.Pool, loadId: string, round: number): Promise<boolean> {
   const { rowCount } = await pool.query(
     `UPDATE etl_load SET status = 'loading', error = NULL, checked_at = NULL, failed_round = NULL
       WHERE id = $1 AND status = 'failed' AND failed_round < $2`,

@@ -1,6 +1,7 @@
 import type { FinishedTask } from '@fanout/core';
 import type pg from 'pg';
 import { compileSpec, parseSpec } from '../spec/compile.ts';
+import { reopen } from './chunk.ts';
 import type { PreparedSource } from './context.ts';
 import { markDuplicates } from './dedupe.ts';
 import { computeProfile } from './profile.ts';
@@ -57,8 +58,8 @@ async function fail(pool: pg.Pool, loadId: string, error: string, manifest: Mani
  * says so. A load over a threshold fails with the reason and publishes nothing.
  */
 export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<void> {
-  const { rows } = await pool.query<{ status: string; text: string; source: PreparedSource | null; filename: string; bytes: string; sha256: string; chunks: number | null }>(
-    `SELECT l.status, s.text, l.source, u.filename, u.bytes, u.sha256, l.chunks
+  const { rows } = await pool.query<{ status: string; failed_round: number | null; text: string; source: PreparedSource | null; filename: string; bytes: string; sha256: string; chunks: number | null }>(
+    `SELECT l.status, l.failed_round, s.text, l.source, u.filename, u.bytes, u.sha256, l.chunks
        FROM etl_load l JOIN etl_spec s ON s.id = l.spec_id JOIN etl_upload u ON u.id = l.upload_id WHERE l.id = $1`,
     [task.id],
   );
@@ -69,12 +70,15 @@ export async function finishLoad(pool: pg.Pool, task: FinishedTask): Promise<voi
     if (compiled.spec.publish.auto) await publishLoad(pool, task.id, { onlyIfReady: true });
     return;
   }
+  // The fan-in of an earlier round (its fan-in was still running when the retry came) may have
+  // failed the load after every chunk of this round had loaded: none of them opened it again.
+  if (load.status === 'failed' && load.failed_round !== null && load.failed_round < task.round && (await reopen(pool, task.id, task.round))) load.status = 'loading';
   if (load.status !== 'loading') return;
   if (task.status !== 'completed' || task.failed > 0 || !load.source || load.chunks === null) {
     const why = task.status === 'cancelled' ? 'the load was cancelled' : task.failed > 0 ? `${task.failed} of ${task.total} chunks failed` : (task.error ?? `the load ended ${task.status}`);
     // A load whose chunks were all planned can be mended by retrying the task's failed chunks
     // (a person's cancel is final: such a task is not retried).
-    const mendable = task.status !== 'cancelled' && load.source !== null && load.chunks !== null;
+    const mendable = task.failed > 0 && task.status !== 'cancelled' && task.stopReason !== 'manager_failed' && load.source !== null && load.chunks !== null;
     await fail(pool, task.id, mendable ? `${why}; nothing was published (retry the failed chunks to go on)` : `${why}; nothing was published`, null, mendable ? task.round : null);
     return;
   }

@@ -126,6 +126,11 @@ export async function xlsxToCsv(path: string, sheetName: string, headerRow: numb
       last = row.number;
       await write(`${row.number},${rowCells(row, width).map(csvField).join(',')}\n`);
     }
+  }).catch(async (error: unknown) => {
+    // The file is closed before the caller removes it.
+    limit.destroy(error as Error);
+    await written.catch(() => {});
+    throw error;
   });
   limit.end();
   await written;

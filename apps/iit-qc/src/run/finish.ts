@@ -27,13 +27,15 @@ export interface RunSummary {
 /**
  * Whether run `run` (a SQL parameter) checked what `alias` (a finding or a discrepancy of its
  * study) says, once its rule results are stored: the rule ran (not skipped), and a study-level rule
- * without error, any other on the alias's subject, which a child of the run checked, without
- * error there. A rule result from before rule levels were stored counts as checked unless skipped.
+ * without error, any other on the alias's subject without error there, the subject checked by a
+ * child of the run, or the run complete (it listed every subject the data has: one no longer in
+ * it is checked and found clean). A rule result from before rule levels were stored counts as
+ * checked unless skipped.
  */
 export const checkedByRun = (alias: string, run: string) => `EXISTS (SELECT 1 FROM qc_rule_result r WHERE r.run_id = ${run} AND r.rule_id = ${alias}.rule_id AND r.status <> 'skipped'
     AND CASE WHEN r.level IS NULL THEN true
              WHEN r.level = 'study' THEN r.status <> 'error'
-             ELSE EXISTS (SELECT 1 FROM qc_run_subject s WHERE s.run_id = ${run} AND s.subject = ${alias}.subject)
+             ELSE ((SELECT q.complete FROM qc_run q WHERE q.task_id = ${run}) OR EXISTS (SELECT 1 FROM qc_run_subject s WHERE s.run_id = ${run} AND s.subject = ${alias}.subject))
                   AND NOT EXISTS (SELECT 1 FROM qc_rule_error e WHERE e.run_id = ${run} AND e.subject = ${alias}.subject AND e.rule_id = ${alias}.rule_id AND e.count > 0) END)`;
 
 /** What the fan-in reads of the run's task. */
@@ -64,7 +66,14 @@ export async function finishRun(pool: pg.Pool, task: RunEnding): Promise<RunSumm
     const studyErrors = await studyChecksAtFanIn(client, ctx);
     // The study's fan-ins take turns (each reads what the last settled).
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`iit_qc_settle:${ctx.studyId}`]);
-    await client.query("UPDATE qc_run SET stage = 'finishing' WHERE task_id = $1", [taskId]);
+    // A fan-in of an earlier round that comes after a later round's (its lease lapsed while it
+    // stalled) changes nothing: the later round settled the run.
+    const current = await client.query<{ settled_round: number; summary: RunSummary }>('SELECT settled_round, summary FROM qc_run WHERE task_id = $1 FOR UPDATE', [taskId]);
+    if ((current.rows[0]?.settled_round ?? 0) > task.round) {
+      await client.query('ROLLBACK');
+      return current.rows[0]!.summary;
+    }
+    await client.query("UPDATE qc_run SET stage = 'finishing', complete = $2 WHERE task_id = $1", [taskId, complete]);
     const previous = await client.query<{ task_id: string }>(
       "SELECT task_id FROM qc_run WHERE study_id = $1 AND stage = 'done' AND complete AND task_id <> $2 AND created_at <= (SELECT created_at FROM qc_run WHERE task_id = $2) ORDER BY created_at DESC LIMIT 1",
       [ctx.studyId, taskId],

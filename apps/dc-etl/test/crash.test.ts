@@ -18,6 +18,19 @@ async function chunk(t: EtlTest, loadId: string, chunkNo: number): Promise<Chunk
   return { loadId, chunkNo, start: Number(r.start_byte), end: Number(r.end_byte), firstLine: r.first_line, records: r.records };
 }
 
+/** Waits until the load's whole plan is dispatched and three of its chunks loaded (more are to come). */
+async function threeLoaded(t: EtlTest, id: string): Promise<void> {
+  const loaded = async () =>
+    (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL', [id])).rows[0]
+      .n as number;
+  await waitFor(async () => (await loaded()) >= 3, { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' });
+}
+
+/** Where the load's prepared source is (what its chunks read). */
+async function sourcePath(t: EtlTest, id: string): Promise<string> {
+  return t.rt.ctx.services.storage.path((await t.pool.query("SELECT source->>'key' AS key FROM etl_load WHERE id = $1", [id])).rows[0].key);
+}
+
 describe('crash safety', () => {
   it('a worker SIGKILLed mid-load and duplicate deliveries of chunks: the published table is identical to an undisturbed load', async () => {
     await using t = await etlTest();
@@ -33,16 +46,7 @@ describe('crash safety', () => {
     const { id } = await json(res);
     // Children start while the manager still lists chunks: the kill waits for the whole plan to be
     // dispatched (the duplicate deliveries below read chunk 60's row).
-    await waitFor(
-      async () =>
-        (
-          await t.pool.query(
-            'SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL',
-            [id],
-          )
-        ).rows[0].n >= 3,
-      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
-    );
+    await threeLoaded(t, id);
     first!.kill('SIGKILL');
     await first!.exited;
     const loadedAtKill = (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk WHERE load_id = $1 AND loaded_at IS NOT NULL', [id])).rows[0].n;
@@ -81,17 +85,8 @@ describe('crash safety', () => {
     // 78 chunks of 200 records, one at a time; once a few are in, the source is gone (the shared
     // disk away): every chunk after fails, and the fan-in fails the load.
     const { id } = await json(postLoad(t, file, specText('covid.yaml', { target: 'covid_b' }), { chunkRecords: '200' }));
-    await waitFor(
-      async () =>
-        (
-          await t.pool.query(
-            'SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL',
-            [id],
-          )
-        ).rows[0].n >= 3,
-      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
-    );
-    const path = t.rt.ctx.services.storage.path((await t.pool.query("SELECT source->>'key' AS key FROM etl_load WHERE id = $1", [id])).rows[0].key);
+    await threeLoaded(t, id);
+    const path = await sourcePath(t, id);
     renameSync(path, `${path}.away`);
     const failed = await settled(t, id, 120_000);
     expect(failed.status).toBe('failed');
@@ -127,12 +122,8 @@ describe('crash safety', () => {
     await t.workers(1, { FANOUT_WORKER_CONCURRENCY: 1 });
     const storage = t.rt.ctx.services.storage;
     const { id } = await json(postLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml', { target: 'covid_c' }), { chunkRecords: '200' }));
-    await waitFor(
-      async () =>
-        (await t.pool.query('SELECT count(*)::int AS n FROM etl_chunk c JOIN fanout_task f ON f.id = c.load_id WHERE c.load_id = $1 AND c.loaded_at IS NOT NULL AND f.dispatched_at IS NOT NULL', [id])).rows[0].n >= 3,
-      { timeoutMs: 60_000, message: 'the chunks dispatched and three of them loaded' },
-    );
-    const path = storage.path((await t.pool.query("SELECT source->>'key' AS key FROM etl_load WHERE id = $1", [id])).rows[0].key);
+    await threeLoaded(t, id);
+    const path = await sourcePath(t, id);
     renameSync(path, `${path}.away`);
     expect((await settled(t, id, 120_000)).status).toBe('failed');
     renameSync(`${path}.away`, path);

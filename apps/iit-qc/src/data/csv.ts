@@ -4,15 +4,38 @@ import { UnreadableFileError, type Column, type ParsedTable, type Row, type Valu
 
 const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
 
-/** Rows of a CSV file as arrays of strings, header included; a malformed line names its number. */
-export async function* csvRecords(path: string): AsyncGenerator<string[]> {
-  const parser = createReadStream(path).pipe(parse({ bom: true, relax_column_count: false, skip_empty_lines: true }));
+/** A record of a CSV file: its fields, and the line of the file it starts on (the header's is 1). */
+export interface CsvRecord {
+  fields: string[];
+  line: number;
+}
+
+const lineBreaks = (text: string) => text.match(/\r\n|\r|\n/g)?.length ?? 0;
+
+/**
+ * The records of a CSV file, header included, each with the line it starts on: counted from the
+ * record's own text, so that a quoted line break, a CRLF file or a skipped empty line do not shift
+ * the lines an error names. A malformed line names its number.
+ */
+export async function* csvRecordsAt(path: string): AsyncGenerator<CsvRecord> {
+  const parser = createReadStream(path).pipe(parse({ bom: true, relax_column_count: false, skip_empty_lines: true, raw: true }));
+  let consumed = 0;
   try {
-    for await (const record of parser) yield record as string[];
+    for await (const { record, raw } of parser as AsyncIterable<{ record: string[]; raw: string }>) {
+      // Empty lines skipped before the record come with its text.
+      const line = consumed + 1 + lineBreaks(/^[\r\n]*/.exec(raw)![0]);
+      consumed += lineBreaks(raw);
+      yield { fields: record, line };
+    }
   } catch (error) {
     const e = error as { code?: string; lines?: number; message: string };
     throw new UnreadableFileError(`not a readable CSV file${e.lines ? ` (line ${e.lines})` : ''}: ${e.message.replace(/^Invalid Record Length: /, '')}`, { rule: 'invalid_csv' });
   }
+}
+
+/** Rows of a CSV file as arrays of strings, header included. */
+export async function* csvRecords(path: string): AsyncGenerator<string[]> {
+  for await (const record of csvRecordsAt(path)) yield record.fields;
 }
 
 /** The header of a CSV file (its first line), or an error saying the file is empty. */
@@ -71,9 +94,7 @@ export async function readSdtmCsv(path: string, options: SdtmCsvOptions & { requ
     columns,
     async *rows() {
       let first = true;
-      let line = 1;
-      for await (const record of csvRecords(path)) {
-        line++;
+      for await (const { fields: record, line } of csvRecordsAt(path)) {
         if (first) {
           first = false;
           continue;
@@ -86,7 +107,7 @@ export async function readSdtmCsv(path: string, options: SdtmCsvOptions & { requ
             const v = raw.trim();
             if (v === '') value = null;
             else if (NUMBER.test(v)) value = Number(v);
-            else throw new UnreadableFileError(`line ${line - 1}: ${header[i]} is numeric, "${raw}" is not a number`, { rule: 'invalid_value' });
+            else throw new UnreadableFileError(`line ${line}: ${header[i]} is numeric, "${raw}" is not a number`, { rule: 'invalid_value' });
           }
           row[header[i]!] = value;
         }

@@ -1,5 +1,5 @@
 import { UnreadableFileError, type Column, type ParsedTable, type Row } from './table.ts';
-import { csvHeader, csvRecords } from './csv.ts';
+import { csvHeader, csvRecords, csvRecordsAt } from './csv.ts';
 
 /** One field of a REDCap data dictionary. */
 export interface RedcapField {
@@ -48,17 +48,15 @@ export async function readRedcapDictionary(path: string): Promise<RedcapDictiona
   const [validation, min, max, required, branching] = ['Text Validation Type OR Show Slider Number', 'Text Validation Min', 'Text Validation Max', 'Required Field?', 'Branching Logic (Show field only if...)'].map(col);
   const fields: RedcapField[] = [];
   let first = true;
-  let line = 1;
-  for await (const r of csvRecords(path)) {
-    line++;
+  for await (const { fields: r, line } of csvRecordsAt(path)) {
     if (first) {
       first = false;
       continue;
     }
     const type = (r[3] ?? '').trim();
     const name = (r[0] ?? '').trim();
-    if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new UnreadableFileError(`line ${line - 1}: "${name}" is not a REDCap variable name`, { rule: 'invalid_value' });
-    if (!FIELD_TYPES.has(type)) throw new UnreadableFileError(`line ${line - 1}: field ${name} has an unknown field type "${type}"`, { rule: 'invalid_value' });
+    if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new UnreadableFileError(`line ${line}: "${name}" is not a REDCap variable name`, { rule: 'invalid_value' });
+    if (!FIELD_TYPES.has(type)) throw new UnreadableFileError(`line ${line}: field ${name} has an unknown field type "${type}"`, { rule: 'invalid_value' });
     const at = (i: number) => (i >= 0 ? (r[i] ?? '').trim() : '');
     fields.push({
       name,

@@ -174,19 +174,45 @@ describe('ASL operator console in Chromium', () => {
     // Cancel a running task: asked first, then answered on the page.
     const victim = await waitFor(async () => (await apiTasks()).find((x) => x.id === others[28] && x.status === 'running'), { message: 'the task to cancel running' });
     const row = page.locator(`li.task-row[data-task-id="${victim.id}"]`);
-    await row.getByRole('button', { name: /^Cancel task/ }).click();
+    const cancelButton = row.getByRole('button', { name: /^Cancel task/ });
     const dialog = page.getByRole('dialog');
+    // Evaluated in the page (the tests compile without the DOM's types).
+    const focused = (expression: string) => page.evaluate<string | null>(`(() => { const at = document.activeElement; return ${expression}; })()`);
+    const focusedName = () => focused("at?.getAttribute('aria-label') ?? at?.textContent?.trim() ?? null");
+    // From the keyboard, dismissed: nothing is sent, and focus is back on the button that asked.
+    await cancelButton.focus();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await focusedName()).toMatch(new RegExp(`^Cancel task ${victim.id.slice(0, 8)}`));
+    expect((await apiTasks()).find((x) => x.id === victim.id)!.status).toBe('running');
+    await cancelButton.click();
     await dialog.waitFor();
     await page.screenshot({ path: join(shots, '05-confirm-cancel.png') });
     await timed('cancel a task', async () => {
       await dialog.getByRole('button', { name: 'Cancel task' }).click();
       await row.locator('[data-status="stopping"], [data-status="cancelled"]').waitFor({ timeout: ACTION_MS });
     });
+    // Its button gone, focus is on the task's link, not lost to the page.
+    await waitFor(async () => ((await focused("at?.closest('li.task-row')?.getAttribute('data-task-id') ?? null")) === victim.id ? true : null), {
+      timeoutMs: ACTION_MS,
+      message: 'focus on the cancelled task',
+    });
     releaseHeld();
     await countersCaughtUp(page, CATCH_UP_MS);
 
-    // Everything ends; the page agrees with the API on every count, and a cancelled task is not "100%".
+    // The Active tab while the tasks end: each leaves it as it ends (the same page, one connection).
+    await page.getByRole('navigation', { name: 'Task status' }).getByRole('link', { name: /^Active/ }).click();
+    await page.locator('li.task-row').first().waitFor();
     await waitFor(async () => (await apiTasks()).every((x) => ['completed', 'failed', 'cancelled'].includes(x.status)), { timeoutMs: 120_000, message: 'all 30 tasks ended' });
+    await page.getByText('No active tasks.').waitFor({ timeout: CATCH_UP_MS });
+    expect(await page.locator('li.task-row').count()).toBe(0);
+    await page.screenshot({ path: join(shots, '06a-active-tab-emptied.png') });
+    await page.getByRole('navigation', { name: 'Task status' }).getByRole('link', { name: /^All/ }).click();
+    await page.locator('li.task-row').nth(29).waitFor();
+
+    // Everything ended; the page agrees with the API on every count, and a cancelled task is not "100%".
     await countersCaughtUp(page, CATCH_UP_MS);
     const final = await apiTasks();
     for (const x of final) {
@@ -198,7 +224,7 @@ describe('ASL operator console in Chromium', () => {
     expect(await row.locator('.pct').innerText()).not.toBe('100%');
     expect(streams, 'one live connection for the whole page').toHaveLength(1);
     expect(others).toHaveLength(29);
-    await page.screenshot({ path: join(shots, '06-list-finished.png') });
+    await page.screenshot({ path: join(shots, '06b-list-finished.png') });
     expect(pageErrors(page)).toEqual([]);
     await context.close();
     // Items answered 429 or 503 by the LLM wait 5 s and more for their next attempt.
@@ -235,9 +261,14 @@ describe('ASL operator console in Chromium', () => {
       const task = (await (await t.call('GET', `/tasks/${uiTask!.id}`)).json()) as TaskJson;
       return task.round === 2 && task.status === 'completed' ? task : null;
     }, { message: 'round 2 ended' });
-    // It is archived with one click and leaves the default list.
-    await page.getByRole('button', { name: /^Archive task/ }).click();
+    // It is archived from the keyboard; its button gone, focus stays with the task's actions.
+    await page.getByRole('button', { name: /^Archive task/ }).focus();
+    await page.keyboard.press('Enter');
     await page.getByText(/archived; it is listed under Archived/).waitFor({ timeout: ACTION_MS });
+    await waitFor(async () => (((await page.evaluate<string | null>("document.activeElement?.getAttribute('aria-label') ?? null")) ?? '').startsWith(`Actions on task ${uiTask!.id.slice(0, 8)}`) ? true : null), {
+      timeoutMs: ACTION_MS,
+      message: 'focus on the task actions',
+    });
     expect(pageErrors(page)).toEqual([]);
     await context.close();
   });

@@ -8,32 +8,42 @@ import { formatCount, shortId } from '../state/format.ts';
 const taskPath = (task: TaskView) => `/tasks/${encodeURIComponent(task.id)}`;
 
 /**
+ * Told when an action's request starts (true) and ends (false): its confirmation, if any, comes
+ * first, so the button that asked stays enabled while the dialog is open, and focus returns to it
+ * when the dialog is dismissed.
+ */
+export type Busy = (on: boolean) => void;
+
+/**
  * The task actions, each with its confirmation where it destroys something, its outcome as a
  * toast, and its error shown rather than thrown. Each resolves true when it succeeded.
  */
 export function useTaskActions() {
   const { api, store, toast, confirm, navigate } = useApp();
   return useMemo(() => {
-    async function run(what: string, action: () => Promise<string>): Promise<boolean> {
+    async function run(what: string, action: () => Promise<string>, busy?: Busy): Promise<boolean> {
+      busy?.(true);
       try {
         toast({ text: await action() });
         return true;
       } catch (error) {
         toast({ kind: 'error', text: `${what} failed: ${describeError(error)}` });
         return false;
+      } finally {
+        busy?.(false);
       }
     }
     return {
       /** A button of the app's own: its confirmation when it has one, the request, the outcome. */
-      async appAction(task: TaskView, spec: TaskActionSpec): Promise<boolean> {
+      async appAction(task: TaskView, spec: TaskActionSpec, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         if (spec.confirm && !(await confirm({ title: `${spec.label}: task ${short}?`, body: spec.confirm, confirmLabel: spec.label, tone: 'primary' }))) return false;
         return run(`${spec.label} (task ${short})`, async () => {
           await api.send(spec.method, spec.path.replace('{id}', encodeURIComponent(task.id)));
           return `${spec.label}: task ${short} done.`;
-        });
+        }, busy);
       },
-      async cancel(task: TaskView): Promise<boolean> {
+      async cancel(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         const ok = await confirm({
           title: `Cancel task ${short}?`,
@@ -45,15 +55,15 @@ export function useTaskActions() {
         return run(`Cancelling task ${short}`, async () => {
           store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/cancel`));
           return `Task ${short} is being cancelled.`;
-        });
+        }, busy);
       },
-      retryFailed(task: TaskView, count: number): Promise<boolean> {
+      retryFailed(task: TaskView, count: number, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         return run(`Retrying task ${short}`, async () => {
           const answer = await api.send<{ retried: number; task: TaskView }>('POST', `${taskPath(task)}/retry-failed`, { retryableOnly: true });
           store.upsert(answer.task);
           return `Retrying ${formatCount(answer.retried ?? count)} failed items of task ${short}.`;
-        });
+        }, busy);
       },
       retryItem(task: TaskView, item: ItemView): Promise<boolean> {
         return run(`Retrying item ${item.key}`, async () => {
@@ -62,14 +72,14 @@ export function useTaskActions() {
           return `Retrying item ${item.key} of task ${shortId(task.id)}.`;
         });
       },
-      archive(task: TaskView): Promise<boolean> {
+      archive(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         return run(`Archiving task ${short}`, async () => {
           store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/archive`));
           return `Task ${short} archived; it is listed under Archived.`;
-        });
+        }, busy);
       },
-      async remove(task: TaskView): Promise<boolean> {
+      async remove(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         const ok = await confirm({
           title: `Delete task ${short}?`,
@@ -82,15 +92,15 @@ export function useTaskActions() {
           store.remove(task.id);
           navigate({ view: 'tasks', tab: 'all', q: '' });
           return `Task ${short} deleted.`;
-        });
+        }, busy);
       },
-      download(task: TaskView, spec: ExportSpec): Promise<boolean> {
+      download(task: TaskView, spec: ExportSpec, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         const ext = /\.([a-z0-9]+)(?:\?|$)/i.exec(spec.path)?.[1] ?? 'txt';
         return run(`Downloading ${spec.label} of task ${short}`, async () => {
           const name = await api.download(spec.path.replaceAll('{id}', encodeURIComponent(task.id)), `${task.kind}-${short}.${ext}`);
           return `Downloaded ${name}.`;
-        });
+        }, busy);
       },
     };
   }, [api, store, toast, confirm, navigate]);

@@ -85,18 +85,40 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
     [store, summarySoon],
   );
 
-  const tasks = list.ids.map((id) => store.get(id)).filter((t): t is TaskView => t !== undefined);
+  // A task that no longer belongs to the tab (it ended, was archived) leaves it at once.
+  const tasks = list.ids.map((id) => store.get(id)).filter((t): t is TaskView => t !== undefined && matchesList(t, tab, q));
   const now = useNow(tasks.some((t) => !isTerminal(t.status)));
   const tabLabel = TABS.find((t) => t.tab === tab)!.label;
 
+  // Busy from the request on: the confirmation comes first, so focus returns to the button when it
+  // is dismissed.
   const cancel = async (task: TaskView) => {
-    setCancelling((s) => new Set(s).add(task.id));
-    if (await actions.cancel(task)) summarySoon();
-    setCancelling((s) => {
-      const next = new Set(s);
-      next.delete(task.id);
-      return next;
-    });
+    const busy = (on: boolean) =>
+      setCancelling((s) => {
+        const next = new Set(s);
+        if (on) next.add(task.id);
+        else next.delete(task.id);
+        return next;
+      });
+    if (await actions.cancel(task, busy)) summarySoon();
+  };
+
+  // What held the focus in the list goes away (a cancelled task's button, a row that left the
+  // tab): the focus goes to its task's link when the row is still there, else to the list's
+  // heading, instead of falling to the page.
+  const focused = useRef<{ element: HTMLElement; taskId: string | null } | null>(null);
+  useEffect(() => {
+    const from = focused.current;
+    if (!from || from.element.isConnected) return;
+    focused.current = null;
+    const at = document.activeElement;
+    if (at !== null && at !== document.body) return;
+    const link = from.taskId ? document.querySelector<HTMLElement>(`li.task-row[data-task-id="${CSS.escape(from.taskId)}"] .task-link`) : null;
+    (link ?? document.getElementById('tasks-heading'))?.focus();
+  });
+  const onFocusIn = (e: FocusEvent) => {
+    const element = e.target as HTMLElement;
+    focused.current = { element, taskId: element.closest<HTMLElement>('li.task-row')?.dataset.taskId ?? null };
   };
 
   const created = (task: TaskView) => {
@@ -106,9 +128,11 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
 
   return (
     <div class="list-layout">
-      <section class="panel tasks-panel" aria-labelledby="tasks-heading">
+      <section class="panel tasks-panel" aria-labelledby="tasks-heading" onFocusIn={onFocusIn}>
         <div class="section-head">
-          <h1 id="tasks-heading">Tasks</h1>
+          <h1 id="tasks-heading" tabIndex={-1}>
+            Tasks
+          </h1>
           {/* One column puts the panel below the list: a way to it without scrolling past every task. */}
           <button
             type="button"

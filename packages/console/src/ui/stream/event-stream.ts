@@ -1,5 +1,5 @@
 import type { ConsoleEvent } from '../api/types.ts';
-import { reconnectDelay } from './backoff.ts';
+import { reconnectDelay, retryAfterMs } from './backoff.ts';
 import { SseParser } from './sse-parser.ts';
 
 export type StreamStatus =
@@ -21,7 +21,9 @@ export interface EventStreamOptions {
 /**
  * The page's one live connection: `GET /events` read with fetch (EventSource cannot send the
  * Authorization header). Opening another scope replaces the connection; a dropped connection
- * comes back after 1, 2, 4, 8 then 15 s, resuming after the last event id it saw.
+ * comes back after 1, 2, 4, 8 then 15 s, resuming after the last event id it saw. A refusal that
+ * says when to ask again (`Retry-After`, as a 429 for too many streams does) is waited out, with
+ * the server's reason shown.
  */
 export class EventStream {
   readonly #options: EventStreamOptions;
@@ -65,6 +67,7 @@ export class EventStream {
       this.#options.onStatus({ state: 'connecting' });
       let received = false;
       let reason = 'The live connection ended.';
+      let notBefore = 0;
       try {
         const res = await fetch(this.#options.url(scope), {
           headers: { ...this.#options.headers(), accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
@@ -75,7 +78,10 @@ export class EventStream {
           this.#options.onUnauthorized();
           return;
         }
-        if (!res.ok || !res.body) throw new Error(`The live connection was refused (HTTP ${res.status}).`);
+        if (!res.ok || !res.body) {
+          notBefore = retryAfterMs(res.headers.get('retry-after'), Date.now());
+          throw new Error(`The live connection was refused (HTTP ${res.status}${await refusalMessage(res)}).`);
+        }
         this.#options.onStatus({ state: 'live' });
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         const parser = new SseParser();
@@ -93,7 +99,7 @@ export class EventStream {
       if (signal.aborted) return;
       // A connection that carried something was healthy: start the backoff over.
       if (received) attempt = 0;
-      const delay = reconnectDelay(attempt++);
+      const delay = Math.max(reconnectDelay(attempt++), notBefore);
       this.#options.onStatus({ state: 'waiting', retryAt: Date.now() + delay, reason });
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, delay);
@@ -124,5 +130,16 @@ export class EventStream {
     } catch (error) {
       console.error('@fanout/console: an event handler failed', error);
     }
+  }
+}
+
+/** The server's own words for a refusal (`{ error: { message } }`), when it gave any. */
+async function refusalMessage(res: Response): Promise<string> {
+  try {
+    const body = (await res.json()) as { error?: { message?: unknown } };
+    const message = body?.error?.message;
+    return typeof message === 'string' && message ? `: ${message.length > 200 ? `${message.slice(0, 200)}…` : message}` : '';
+  } catch {
+    return '';
   }
 }

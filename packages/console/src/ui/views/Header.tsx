@@ -29,7 +29,8 @@ function LiveStatus({ status, reconnect }: { status: StreamStatus; reconnect(): 
     const seconds = Math.max(0, Math.ceil((status.retryAt - now) / 1000));
     return (
       <span class="live live-off" title={status.reason}>
-        Offline, reconnecting{seconds > 0 ? ` in ${seconds} s` : '…'}{' '}
+        Offline, reconnecting{seconds > 0 ? ` in ${seconds} s` : '…'}
+        <span class="sr-only">. {status.reason}</span>{' '}
         <button type="button" class="link-button" onClick={reconnect}>
           Reconnect now
         </button>

@@ -31,16 +31,20 @@ export function OpsView() {
   const [now, setNow] = useState(Date.now());
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
   const alive = useRef(true);
+  // The newest poll owns the loop: one started by Retry while another is asked for takes over,
+  // and the older one's answer neither shows nor schedules another poll.
+  const latest = useRef(0);
 
   const poll = useCallback(async () => {
     if (timer.current) clearTimeout(timer.current);
+    const mine = ++latest.current;
     try {
       const s = await api.get<OpsSnapshot>('/ops');
-      if (!alive.current) return;
+      if (!alive.current || mine !== latest.current) return;
       setSnapshot(s);
       setError(null);
     } catch (e) {
-      if (!alive.current) return;
+      if (!alive.current || mine !== latest.current) return;
       setError(describeError(e));
     }
     setNow(Date.now());

@@ -248,9 +248,16 @@ describe('ASL operator console in Chromium', () => {
     await page.screenshot({ path: join(shots, '07-detail.png'), fullPage: true });
     await expectAccessible(page, 'the detail view');
 
+    // Exported from the keyboard: the button is busy while it downloads, and has the focus after.
     const download = page.waitForEvent('download');
-    await page.getByRole('button', { name: /Export CSV/ }).click();
+    await page.getByRole('button', { name: /Export CSV/ }).focus();
+    await page.keyboard.press('Enter');
     expect((await download).suggestedFilename()).toMatch(/\.csv$/);
+    await page.getByRole('button', { name: 'Export CSV' }).and(page.locator(':enabled')).waitFor({ timeout: ACTION_MS });
+    await waitFor(async () => ((await page.evaluate<string | null>('document.activeElement?.textContent ?? null')) === 'Export CSV' ? true : null), {
+      timeoutMs: ACTION_MS,
+      message: 'focus back on Export CSV',
+    });
 
     const failedRow = page.locator('tr', { hasText: 'corrupt_pdf' });
     await timed('retry an item', async () => {

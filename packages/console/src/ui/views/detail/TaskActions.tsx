@@ -14,17 +14,29 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
   const short = shortId(task.id);
   // Busy from the request on: a confirmation comes first, and focus returns to its button when it
   // is dismissed.
+  const settled = useRef(false);
   const run = async (name: string, action: (busy: Busy) => Promise<boolean>, refresh = true) => {
-    if ((await action((on) => setBusy(on ? name : null))) && refresh) done();
+    const busyWith = (on: boolean) => {
+      if (!on) settled.current = true;
+      setBusy(on ? name : null);
+    };
+    if ((await action(busyWith)) && refresh) done();
   };
-  // The button that held the focus went away (the task was cancelled or archived): focus stays
-  // with the task's actions rather than falling to the page.
+  // A button disabled while its request runs loses the focus (the browser moves it to the page):
+  // it gets it back when the request is over, or, when the button went away (the task was
+  // cancelled or archived), the task's actions get it.
   const focused = useRef<HTMLElement | null>(null);
   useEffect(() => {
     const from = focused.current;
-    if (!from || from.isConnected) return;
-    focused.current = null;
-    if (document.activeElement === null || document.activeElement === document.body) group.current?.focus();
+    if (!from) return;
+    const lost = document.activeElement === null || document.activeElement === document.body;
+    if (!from.isConnected) {
+      focused.current = null;
+      if (lost) group.current?.focus();
+    } else if (settled.current && !(from as HTMLButtonElement).disabled) {
+      settled.current = false;
+      if (lost) from.focus();
+    }
   });
   const retryable = counts?.retryableFailed ?? 0;
   const exportable = canExport(task);

@@ -43,7 +43,7 @@ export default defineApp({
     newTask: {
       title: 'New batch',
       submitLabel: 'Start batch',
-      fields: [{ kind: 'multiselect', name: 'documentIds', label: 'Papers', min: 1, source: { path: '/documents?limit=1000', list: 'documents', value: 'id', label: 'title', detail: 'filename' } }],
+      fields: [{ kind: 'multiselect', name: 'documentIds', label: 'Papers', min: 1, source: { path: '/documents?limit=1000', list: 'documents', value: 'id', label: 'title', detail: 'filename', next: 'nextCursor' } }],
       options: true,
     },
     columns: [

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { FileStorage } from './library/storage.ts';
 import type { PdfReader } from './pdf/text.ts';
-import { studyDataSchema, type Extractor } from './extract/study.ts';
+import { storableStudyData, studyDataSchema, type Extractor } from './extract/study.ts';
 
 export interface AslOptions {
   prisma: PrismaClient;
@@ -17,7 +17,11 @@ export interface AslOptions {
 }
 
 export const aslInput = z.object({
-  documentIds: z.array(z.uuid({ error: 'must be a document id (a UUID)' })).min(1).max(10_000),
+  // A UUID is read in either case; the library keys documents by its lower-case form.
+  documentIds: z
+    .array(z.uuid({ error: 'must be a document id (a UUID)' }).overwrite((id) => id.toLowerCase()))
+    .min(1)
+    .max(10_000),
 });
 
 /** What the manager freezes for each paper, so a document deleted mid-run is still processed. */
@@ -41,7 +45,10 @@ export function aslExtract(options: AslOptions) {
     // A batch of up to 100 papers is listed at submit (one query of the tenant's documents) and
     // starts at once, without waiting for a manager job.
     options: { child: { retryDelaySeconds: 5 }, manager: { dispatchAtSubmit: 100 } },
-    summarize: ({ documentIds }) => `${documentIds.length} ${documentIds.length === 1 ? 'paper' : 'papers'}`,
+    summarize: ({ documentIds }) => {
+      const papers = new Set(documentIds).size;
+      return `${papers} ${papers === 1 ? 'paper' : 'papers'}`;
+    },
     async *listItems({ documentIds }, ctx) {
       const unique = [...new Set(documentIds)];
       for (let i = 0; i < unique.length; i += 500) {
@@ -67,8 +74,8 @@ export function aslExtract(options: AslOptions) {
       ctx.log(`read ${doc.filename}: ${text.length} characters`);
       const extract = () => options.extractor.extract(text, { signal: ctx.signal });
       const extracted = options.extractor.usesLlm && options.llmLimits ? await withLlmLimits(ctx, options.llmLimits, extract) : await extract();
-      // Whatever the extractor, only data of the study schema is stored.
-      const fields = studyDataSchema.parse(extracted);
+      // Whatever the extractor, only data of the study schema is stored, as text PostgreSQL takes.
+      const fields = storableStudyData(studyDataSchema.parse(extracted));
       // Keyed by item: a re-run (after a crash) replaces its own row.
       const row = await options.prisma.aslExtraction.upsert({
         where: { itemId: ctx.item.id },

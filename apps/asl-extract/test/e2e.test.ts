@@ -146,6 +146,92 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
     }
   });
 
+  it('stores a model’s answer holding NUL or a lone surrogate at the first attempt, masks the platform’s key a provider echoes, and reads ids in either case once each', async () => {
+    const KEY = 'sk-live-0123456789abcdefSECRET';
+    const calls = new Map<string, number>();
+    const llm = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const text: string = JSON.parse(raw).messages[1].content;
+        const paper = /paper \d+/.exec(text)?.[0] ?? 'unknown';
+        calls.set(paper, (calls.get(paper) ?? 0) + 1);
+        if (paper === 'paper 3') {
+          res.writeHead(401, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}. You can find your API key at …` } }));
+        }
+        const intervention = paper === 'paper 1' ? 'drug\u0000A' : 'drug \ud800 B';
+        const data = { studyDesign: null, sampleSize: null, population: null, intervention: { value: intervention, span: { start: 0, end: 4, text: 'x\u0000y' } }, comparator: null, primaryOutcome: null };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(data) } }] }));
+      });
+    });
+    await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
+    try {
+      await using t = await aslTest();
+      await t.api();
+      await t.workers(1, { FANOUT_LLM_BASE_URL: `http://127.0.0.1:${(llm.address() as AddressInfo).port}/v1`, FANOUT_LLM_API_KEY: KEY, FANOUT_LLM_MODEL: 'fake-model' });
+      const [one, two, three] = await createSampleLibrary(t.prisma, t.storage, 'team-a', 3);
+      const id = await submit(t, [one!.toUpperCase(), two!, two!.toUpperCase(), three!]);
+      expect(await ended(t, id)).toMatchObject({ status: 'completed', total: 3, succeeded: 2, failed: 1 });
+      expect(((await (await t.call('GET', `/tasks/${id}`)).json()) as { summary: string }).summary).toBe('3 papers');
+      // One call each: the answers were stored at once, and a 401 is not retried.
+      expect(Object.fromEntries(calls)).toEqual({ 'paper 1': 1, 'paper 2': 1, 'paper 3': 1 });
+      const rows = await t.prisma.aslExtraction.findMany({ where: { taskId: id }, orderBy: { filename: 'asc' } });
+      expect(rows.map((r) => (r.fields as { intervention: { value: string; span: { text: string } } }).intervention)).toEqual([
+        { value: 'drug\uFFFDA', span: { start: 0, end: 4, text: 'x\uFFFDy' } },
+        { value: 'drug \uFFFD B', span: { start: 0, end: 4, text: 'x\uFFFDy' } },
+      ]);
+      const failed = (await (await t.call('GET', `/tasks/${id}/items?status=failed`)).json()) as { items: { key: string; error: { code: string; message: string } }[] };
+      expect(failed.items).toHaveLength(1);
+      expect(failed.items[0]!.key).toBe(three);
+      expect(failed.items[0]!.error).toMatchObject({ code: 'http_401', message: expect.stringContaining('Incorrect API key provided: [api key].') });
+      for (const path of [`/tasks/${id}/items`, `/tasks/${id}/results.csv`, `/tasks/${id}/results.json`]) expect(await (await t.call('GET', path)).text(), path).not.toContain(KEY);
+    } finally {
+      llm.closeAllConnections();
+      await new Promise((r) => llm.close(r));
+    }
+  });
+
+  it('lists a library of more than 1,000 papers newest first, page after page, and refuses a cursor it did not give', async () => {
+    await using t = await aslTest();
+    await t.api();
+    // 1,005 papers, three of them added in the same millisecond (the id breaks the tie).
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    const rows = Array.from({ length: 1005 }, (_, i) => ({
+      id: crypto.randomUUID(),
+      owner: 'team-a',
+      title: `Paper ${i}`,
+      filename: `paper-${i}.pdf`,
+      storageKey: `team-a/paper-${i}.pdf`,
+      createdAt: new Date(base + Math.min(i, 1000) * 1000),
+    }));
+    await t.prisma.kbDocument.createMany({ data: rows });
+    const newestFirst = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1)).map((r) => r.id);
+    type Page = { documents: { id: string }[]; nextCursor: string | null };
+    const walk = async (limit: number) => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const page: Page = (await (await t.call('GET', `/documents?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)).json()) as Page;
+        seen.push(...page.documents.map((d) => d.id));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor);
+      return { seen, pages };
+    };
+    expect(await walk(1000)).toEqual({ seen: newestFirst, pages: 2 });
+    expect(await walk(67)).toEqual({ seen: newestFirst, pages: 15 });
+    for (const cursor of ['nope', Buffer.from('2026-01-01T00:00:00.000Z x').toString('base64url')]) {
+      const res = await t.call('GET', `/documents?cursor=${cursor}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { issues: { field: string }[] } }).error.issues.map((i) => i.field)).toEqual(['query.cursor']);
+    }
+    // Another tenant's library is its own.
+    expect(((await (await t.call('GET', '/documents', { token: TEST_TOKEN.b })).json()) as Page).documents).toEqual([]);
+  });
+
   it('works from the snapshot when a document is deleted after submission; a missing file or a foreign document fails with a reason', async () => {
     await using t = await aslTest();
     await t.api();

@@ -4,6 +4,7 @@ import { defaultClassifier } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
 import { OfflineExtractor } from '../src/extract/offline.ts';
 import { OpenAiExtractor } from '../src/extract/openai.ts';
+import { studyDataSchema } from '../src/extract/study.ts';
 import { encrypt, renderPdf, samplePaperText } from '../src/library/sample.ts';
 import { PdfReader } from '../src/pdf/text.ts';
 
@@ -33,6 +34,13 @@ describe('reading papers', () => {
     expect(data.comparator?.value).toBe('placebo');
     expect(data.primaryOutcome?.value).toBe('change in HbA1c at 24 weeks');
     for (const field of Object.values(data)) expect(text.slice(field!.span.start, field!.span.end)).toBe(field!.span.text);
+    // A count the schema cannot take is no sample size; the other fields are kept.
+    for (const odd of ['a cohort study of 0 patients with asthma.', 'We enrolled 12345678901234567890 participants.']) {
+      const found = await new OfflineExtractor().extract(`${odd}\nIntervention: inhaler.`);
+      expect(found.sampleSize).toBeNull();
+      expect(found.intervention?.value).toBe('inhaler');
+      expect(studyDataSchema.safeParse(found).success).toBe(true);
+    }
     expect(await new OfflineExtractor().extract('nothing to see here')).toEqual({
       studyDesign: null,
       sampleSize: null,

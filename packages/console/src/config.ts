@@ -14,7 +14,16 @@ export interface Source {
   label: string;
   /** A secondary field shown beside the label: `filename`. */
   detail?: string;
+  /**
+   * The answer's field holding the next page's cursor (`nextCursor`): pages are followed, the
+   * cursor sent back as the `cursor` query parameter, up to {@link MAX_SOURCE_ENTRIES} entries.
+   * Without it, the first answer is all the choices.
+   */
+  next?: string;
 }
+
+/** The most choices a paged source lists (a task of more is submitted through the API). */
+export const MAX_SOURCE_ENTRIES = 10_000;
 
 /** One field of the "new task" panel; its value lands in `input[name]`. */
 export type FieldSpec =

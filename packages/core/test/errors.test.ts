@@ -37,6 +37,12 @@ describe('default classifier', () => {
     expect(defaultClassifier(http(429)).retryAfterMs).toBeUndefined();
   });
 
+  it('honours Retry-After on 503 (the service says when it is back), not on other 5xx', () => {
+    expect(defaultClassifier(http(503, { 'retry-after': '30' }))).toMatchObject({ kind: 'transient', code: 'http_503', retryAfterMs: 30_000 });
+    expect(defaultClassifier(http(500, { 'retry-after': '30' })).retryAfterMs).toBeUndefined();
+    expect(defaultClassifier(http(503)).retryAfterMs).toBeUndefined();
+  });
+
   it('makes validation errors permanent', () => {
     const result = z.object({ a: z.string() }).safeParse({ a: 1 });
     expect(defaultClassifier(result.error)).toMatchObject({ kind: 'permanent', code: 'validation' });

@@ -5,16 +5,32 @@ import type { LlmConfig } from './config.ts';
 export const LLM_LIMIT = 'llm';
 export const LLM_RATE_LIMIT = 'llm_rpm';
 
-/** An HTTP answer that was not 2xx; the default classifier reads `status` and `headers` (429, 5xx retried). */
+/**
+ * An HTTP answer that was not 2xx; the default classifier reads `status` and `retryAfterMs` (429
+ * and 5xx retried, after the server's `retry-after-ms` or `Retry-After` when it gives one).
+ */
 export class LlmHttpError extends Error {
   override name = 'LlmHttpError';
   readonly status: number;
   readonly headers: Headers;
+  /** The wait the server asked for, from `retry-after-ms` (OpenAI's) or `Retry-After`. */
+  readonly retryAfterMs: number | undefined;
   constructor(status: number, headers: Headers, body: string) {
     super(`LLM answered HTTP ${status}: ${body.slice(0, 200)}`);
     this.status = status;
     this.headers = headers;
+    this.retryAfterMs = retryAfterOf(headers);
   }
+}
+
+function retryAfterOf(headers: Headers): number | undefined {
+  const ms = headers.get('retry-after-ms')?.trim();
+  if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.ceil(Number(ms));
+  const value = headers.get('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
 /** An answer that is not what was asked for (not JSON, not the schema): the app decides whether to retry. */
@@ -50,12 +66,18 @@ export function withLlmLimits<T>(ctx: Pick<ItemContext, 'limits' | 'signal'>, co
   );
 }
 
+/** An answer's body is read up to this many bytes (a chat completion is kilobytes). */
+export const DEFAULT_MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** An error answer's body is read up to this many bytes (its first 200 characters are kept). */
+const MAX_ERROR_BYTES = 16 * 1024;
+
 /**
  * One chat completion from an OpenAI-compatible server; returns the answer's text. Non-2xx answers
- * throw `LlmHttpError` (its status and `Retry-After` drive the retry); a timeout aborts (transient);
- * a body that is not a chat completion throws `LlmAnswerError`. No limits: see `chat`.
+ * throw `LlmHttpError` (its status and `Retry-After` drive the retry; the API key is masked in its
+ * message, where a server may echo it); a timeout aborts (transient); a body that is not a chat
+ * completion, or is larger than `maxAnswerBytes`, throws `LlmAnswerError`. No limits: see `chat`.
  */
-export async function chatCompletion(config: Pick<LlmConfig, 'baseUrl' | 'apiKey' | 'model' | 'timeoutMs'>, request: ChatRequest): Promise<string> {
+export async function chatCompletion(config: Pick<LlmConfig, 'baseUrl' | 'apiKey' | 'model' | 'timeoutMs'> & { maxAnswerBytes?: number }, request: ChatRequest): Promise<string> {
   const response = await fetch(`${config.baseUrl.replace(/\/$/, '')}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${config.apiKey}` },
@@ -67,8 +89,13 @@ export async function chatCompletion(config: Pick<LlmConfig, 'baseUrl' | 'apiKey
     }),
     signal: AbortSignal.any([request.signal, AbortSignal.timeout(config.timeoutMs)]),
   });
-  const body = await response.text();
-  if (!response.ok) throw new LlmHttpError(response.status, response.headers, body);
+  if (!response.ok) {
+    const { text } = await readCapped(response, MAX_ERROR_BYTES);
+    throw new LlmHttpError(response.status, response.headers, masked(text, config.apiKey));
+  }
+  const maxBytes = config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+  const { text: body, cut } = await readCapped(response, maxBytes);
+  if (cut) throw new LlmAnswerError(`the LLM answer is over ${maxBytes} bytes (it was cut there)`);
   try {
     const content = (JSON.parse(body) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
     if (typeof content !== 'string') throw new Error('no choices[0].message.content');
@@ -76,6 +103,31 @@ export async function chatCompletion(config: Pick<LlmConfig, 'baseUrl' | 'apiKey
   } catch (error) {
     throw new LlmAnswerError(`the LLM answer is not a chat completion: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** Up to `maxBytes` of a body as text; the rest is not read (the connection is let go). */
+async function readCapped(response: Response, maxBytes: number): Promise<{ text: string; cut: boolean }> {
+  if (!response.body) return { text: '', cut: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > maxBytes) {
+      chunks.push(value.subarray(0, maxBytes - size));
+      await reader.cancel().catch(() => {});
+      return { text: new TextDecoder().decode(Buffer.concat(chunks)), cut: true };
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(chunks)), cut: false };
+}
+
+/** The text with the API key, should a server echo it, masked: it must not reach an item's error. */
+function masked(text: string, apiKey: string): string {
+  return apiKey.length >= 8 ? text.replaceAll(apiKey, '[api key]') : text;
 }
 
 /** A chat completion under the shared limits (`withLlmLimits` around `chatCompletion`). */

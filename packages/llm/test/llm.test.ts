@@ -1,6 +1,8 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { defaultClassifier } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
-import { chatCompletion, LlmAnswerError, parseJsonAnswer, startSimulatedLlm } from '../src/index.ts';
+import { chatCompletion, LlmAnswerError, LlmHttpError, parseJsonAnswer, startSimulatedLlm } from '../src/index.ts';
 
 const signal = new AbortController().signal;
 const config = (baseUrl: string) => ({ baseUrl, apiKey: 'k', model: 'm', timeoutMs: 10_000 });
@@ -23,5 +25,66 @@ describe('the model client and the simulated model', () => {
     expect(() => parseJsonAnswer('not json')).toThrow(LlmAnswerError);
     await using llm = await startSimulatedLlm({ latencyMs: 1, rateLimitedShare: 0, unavailableShare: 0, answer: () => 'plain' });
     expect(await chatCompletion(config(llm.baseUrl), { messages: [{ role: 'user', content: 'x' }], json: false, signal })).toBe('plain');
+  });
+
+  describe('against a provider that misbehaves', () => {
+    const KEY = 'sk-test-0123456789abcdefSECRET';
+    /** A real server on loopback answering each call with the next of `answers`. */
+    async function provider(answers: ((res: import('node:http').ServerResponse) => void)[]): Promise<{ baseUrl: string; server: Server; [Symbol.asyncDispose](): Promise<void> }> {
+      const server = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => (answers.shift() ?? ((r) => r.writeHead(500).end()))(res));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return {
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        server,
+        [Symbol.asyncDispose]: () => new Promise<void>((resolve) => server.close(() => resolve())),
+      };
+    }
+    const ask = (baseUrl: string, extra: { maxAnswerBytes?: number } = {}) =>
+      chatCompletion({ baseUrl, apiKey: KEY, model: 'm', timeoutMs: 10_000, ...extra }, { messages: [{ role: 'user', content: 'x' }], signal }).catch((e: unknown) => e as Error);
+
+    it('masks the API key a provider echoes in an error, which items store and tenants read', async () => {
+      await using p = await provider([(res) => res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.` } }))]);
+      const error = (await ask(p.baseUrl)) as Error;
+      expect(error).toBeInstanceOf(LlmHttpError);
+      expect(error.message).not.toContain(KEY);
+      expect(error.message).toContain('Incorrect API key provided: [api key].');
+      expect(defaultClassifier(error)).toMatchObject({ kind: 'permanent', code: 'http_401' });
+    });
+
+    it('follows retry-after-ms (OpenAI’s) and a 503’s Retry-After', async () => {
+      await using p = await provider([
+        (res) => res.writeHead(429, { 'retry-after-ms': '1500', 'retry-after': '2' }).end('slow down'),
+        (res) => res.writeHead(503, { 'retry-after': '20' }).end('maintenance'),
+      ]);
+      expect(defaultClassifier(await ask(p.baseUrl))).toMatchObject({ kind: 'transient', code: 'http_429', retryAfterMs: 1500 });
+      expect(defaultClassifier(await ask(p.baseUrl))).toMatchObject({ kind: 'transient', code: 'http_503', retryAfterMs: 20_000 });
+    });
+
+    it('stops reading an answer past its byte limit and says so', async () => {
+      const completion = JSON.stringify({ choices: [{ message: { content: '{"ok":true}' } }] });
+      const huge = (res: import('node:http').ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // 64 MB of whitespace before a valid completion: the client reads 1 MB of it.
+        const block = ' '.repeat(1024 * 1024);
+        let sent = 0;
+        const more = () => {
+          while (sent < 64) {
+            sent++;
+            if (!res.write(block)) return void res.once('drain', more);
+          }
+          res.end(completion);
+        };
+        res.on('error', () => {});
+        more();
+      };
+      await using p = await provider([huge, (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(completion)]);
+      const error = (await ask(p.baseUrl, { maxAnswerBytes: 1024 * 1024 })) as Error;
+      expect(error).toBeInstanceOf(LlmAnswerError);
+      expect(error.message).toContain('over 1048576 bytes');
+      expect(await ask(p.baseUrl, { maxAnswerBytes: 1024 * 1024 })).toBe('{"ok":true}');
+    });
   });
 });

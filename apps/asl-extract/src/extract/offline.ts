@@ -40,7 +40,9 @@ export class OfflineExtractor implements Extractor {
     }
     const n = /\b(?:n\s*=\s*|of |enrolled |randomi[sz]ed |included )(\d{1,3}(?:,\d{3})*|\d+)\s+(?:adults|adult|patients|participants|children|women|men|people|subjects)\b/i.exec(text);
     const sampleSizeHit = found(text, n);
-    const sampleSize = sampleSizeHit ? { value: Number(sampleSizeHit.value.replaceAll(',', '')), span: sampleSizeHit.span } : null;
+    // A count the schema takes (a whole number of at least one): "0 patients" or 20 digits say nothing.
+    const count = sampleSizeHit ? Number(sampleSizeHit.value.replaceAll(',', '')) : 0;
+    const sampleSize = sampleSizeHit && Number.isSafeInteger(count) && count >= 1 ? { value: count, span: sampleSizeHit.span } : null;
     const population = found(
       text,
       /\b\d[\d,]*\s+((?:adults|adult|patients|participants|children|women|men|people|subjects)\s+(?:with|aged|who)\s+[^.;\n]+?)(?=\s+(?:in|at|from|across)\s+\d|[.;\n]|$)/i.exec(text),

@@ -16,6 +16,30 @@ export const studyDataSchema = z.object({
 });
 export type StudyData = z.infer<typeof studyDataSchema>;
 
+/** The longest value or span text stored; a model's answer is cut there (its span still says where it is). */
+export const MAX_FIELD_CHARS = 2_000;
+
+/**
+ * Study data as PostgreSQL stores it: a NUL character (which jsonb refuses) and a lone surrogate
+ * (which it cannot encode) become U+FFFD, and text past {@link MAX_FIELD_CHARS} is cut. A model's
+ * answer may hold either; refused by the database, the paper would be retried, each time a paid
+ * call, and fail with the database's error.
+ */
+export function storableStudyData(data: StudyData): StudyData {
+  const text = (value: string) => {
+    const cut = value.length > MAX_FIELD_CHARS ? `${value.slice(0, MAX_FIELD_CHARS - 1)}…` : value;
+    return cut.replaceAll('\u0000', '\uFFFD').toWellFormed();
+  };
+  const out = { ...data };
+  for (const key of STUDY_FIELDS) {
+    const field = data[key];
+    if (field === null) continue;
+    const span = { ...field.span, text: text(field.span.text) };
+    (out as Record<string, unknown>)[key] = typeof field.value === 'string' ? { value: text(field.value), span } : { value: field.value, span };
+  }
+  return out;
+}
+
 export const STUDY_FIELDS = ['studyDesign', 'sampleSize', 'population', 'intervention', 'comparator', 'primaryOutcome'] as const;
 
 /** What a child returns and what is stored per paper. */

@@ -2,21 +2,55 @@ import { route, type RouteSpec } from '@fanout/http';
 import { z } from 'zod';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 
-const documentsQuery = z.object({ limit: z.coerce.number({ error: 'must be an integer from 1 to 1000' }).int().min(1).max(1000).default(200) }).strict();
-const documentsSchema = z.object({ documents: z.array(z.object({ id: z.uuid(), title: z.string(), filename: z.string(), createdAt: z.iso.datetime() })) });
+/** A page's end, as `nextCursor` says it: the last document's time and id, base64url. */
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z) ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const encodeCursor = (createdAt: Date, id: string) => Buffer.from(`${createdAt.toISOString()} ${id}`).toString('base64url');
+function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
+  const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  return match ? { createdAt: new Date(match[1]!), id: match[2]! } : null;
+}
 
-/** `GET /documents`: the caller's library (their tenant's papers), oldest first. */
+const documentsQuery = z
+  .object({
+    limit: z.coerce.number({ error: 'must be an integer from 1 to 1000' }).int().min(1).max(1000).default(200),
+    cursor: z
+      .string()
+      .max(200)
+      .refine((c) => decodeCursor(c) !== null, { error: 'not a cursor this API returned (pass nextCursor from the previous page)' })
+      .optional(),
+  })
+  .strict();
+const documentsSchema = z.object({
+  documents: z.array(z.object({ id: z.uuid(), title: z.string(), filename: z.string(), createdAt: z.iso.datetime() })),
+  /** The next page's `cursor`; null on the last page. */
+  nextCursor: z.string().nullable(),
+});
+
+/** `GET /documents`: the caller's library (their tenant's papers), newest first, a page at a time. */
 export function libraryRoutes(prisma: PrismaClient): RouteSpec[] {
   return [
     route({
       method: 'get',
       path: '/documents',
-      summary: "The tenant's library of papers",
+      summary: "The tenant's library of papers, newest first",
       query: documentsQuery,
       responses: { 200: documentsSchema },
       async handler(c, { query }) {
-        const docs = await prisma.kbDocument.findMany({ where: { owner: c.get('principal').tenant }, orderBy: [{ createdAt: 'asc' }, { filename: 'asc' }], take: query.limit });
-        return c.json({ documents: docs.map((d) => ({ id: d.id, title: d.title, filename: d.filename, createdAt: d.createdAt.toISOString() })) });
+        const after = query.cursor ? decodeCursor(query.cursor) : null;
+        const docs = await prisma.kbDocument.findMany({
+          where: {
+            owner: c.get('principal').tenant,
+            ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+          },
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          take: query.limit + 1,
+        });
+        const page = docs.slice(0, query.limit);
+        const last = page.at(-1);
+        return c.json({
+          documents: page.map((d) => ({ id: d.id, title: d.title, filename: d.filename, createdAt: d.createdAt.toISOString() })),
+          nextCursor: docs.length > query.limit && last ? encodeCursor(last.createdAt, last.id) : null,
+        });
       },
     }),
   ];

@@ -31,6 +31,7 @@ function source(value: unknown, field: string): Source {
   text(s.value, `${field}.value`);
   text(s.label, `${field}.label`);
   if (s.detail !== undefined) text(s.detail, `${field}.detail`);
+  if (s.next !== undefined) text(s.next, `${field}.next`);
   return s;
 }
 

@@ -30,6 +30,7 @@ describe('resolveConfig', () => {
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'file', name: 'f', label: 'F' }] } })).toThrow('config.newTask.fields[0].upload must be an object { path, idField }');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'a', label: 'A' }, { kind: 'text', name: 'a', label: 'B' }] } })).toThrow('config.newTask.fields[1].name repeats the name "a"');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id' } }] } })).toThrow('config.newTask.fields[0].source.label must be a non-empty string');
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id', label: 'n', next: '' } }] } })).toThrow('config.newTask.fields[0].source.next must be a non-empty string');
     const panel = { title: 'Rules', source: { path: '/runs/{id}/rules', list: 'rules' }, columns: [{ label: 'Rule', path: 'ruleId' }] };
     expect(bad({ detailPanels: [{ ...panel, source: { path: 'runs', list: 'rules' } }] })).toThrow(/config\.detailPanels\[0\]\.source\.path must be a path on the same origin/);
     expect(bad({ detailPanels: [{ ...panel, rowActions: [{ label: 'Exclude', method: 'PUT', path: '/x/{key}' }] }] })).toThrow('config.detailPanels[0].rowActions[0].method must be one of POST, DELETE');

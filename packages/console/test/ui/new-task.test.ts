@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { FieldSpec } from '../../src/config.ts';
 import { formatColumn, valueAt } from '../../src/ui/state/columns.ts';
 import { placeIssues } from '../../src/ui/state/issues.ts';
-import { buildBody, EMPTY_OPTIONS, initialValues, sourceEntries, validateValues } from '../../src/ui/state/new-task.ts';
+import { buildBody, EMPTY_OPTIONS, initialValues, nextCursorOf, pagePath, sourceEntries, validateValues } from '../../src/ui/state/new-task.ts';
 import { newIdempotencyKey } from '../../src/ui/state/idempotency.ts';
 
 const source = { path: '/documents', list: 'documents', value: 'id', label: 'title', detail: 'filename' };
@@ -46,6 +46,13 @@ describe('the new-task panel', () => {
       { value: '2', label: '2', detail: null },
     ]);
     expect(() => sourceEntries({ docs: [] }, source)).toThrow(/no list "documents"/);
+    // A paged source: the next page's cursor, sent back as `cursor`.
+    expect(nextCursorOf({ documents: [], nextCursor: 'abc' }, { ...source, next: 'nextCursor' })).toBe('abc');
+    expect(nextCursorOf({ documents: [], nextCursor: null }, { ...source, next: 'nextCursor' })).toBeNull();
+    expect(nextCursorOf({ documents: [], nextCursor: 'abc' }, source)).toBeNull();
+    expect(pagePath('/documents?limit=1000', null)).toBe('/documents?limit=1000');
+    expect(pagePath('/documents?limit=1000', 'a+b/c')).toBe('/documents?limit=1000&cursor=a%2Bb%2Fc');
+    expect(pagePath('/documents', 'x')).toBe('/documents?cursor=x');
   });
 
   it('places a 400\'s issues next to their fields', () => {

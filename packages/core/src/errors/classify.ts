@@ -85,7 +85,8 @@ function codeOf(error: object): string | undefined {
  * - {@link PermanentError} and {@link TransientError} say what they are.
  * - Validation errors (zod's `ZodError`, or any error named `ValidationError`) are permanent.
  * - HTTP errors (an error with `status`, `statusCode` or `response.status`): 408 and 429 are
- *   transient and honour `Retry-After`; other 4xx are permanent; 5xx are transient.
+ *   transient and honour `Retry-After`; other 4xx are permanent; 5xx are transient (a 503 honours
+ *   `Retry-After` too).
  * - Network errors (`ECONNRESET`, `ETIMEDOUT`, undici socket errors, `fetch failed`) and
  *   timeouts (`TimeoutError`, `AbortError`) are transient.
  * - Anything else is transient: an unknown failure is retried, and counted as failed when its
@@ -112,7 +113,13 @@ export const defaultClassifier: ErrorClassifier = (error) => {
         ? { kind: 'transient', code: `http_${status}`, message }
         : { kind: 'transient', code: `http_${status}`, message, retryAfterMs };
     }
-    if (status >= 500) return { kind: 'transient', code: `http_${status}`, message };
+    if (status >= 500) {
+      // A 503 may say when the service is back (RFC 9110 §10.2.3).
+      const retryAfterMs = status === 503 ? retryAfterOf(error) : undefined;
+      return retryAfterMs === undefined
+        ? { kind: 'transient', code: `http_${status}`, message }
+        : { kind: 'transient', code: `http_${status}`, message, retryAfterMs };
+    }
     if (status >= 400) return { kind: 'permanent', code: `http_${status}`, message };
   }
 

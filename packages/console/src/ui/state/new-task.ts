@@ -104,3 +104,15 @@ export function sourceEntries(answer: unknown, source: { list: string; value: st
   }
   return out;
 }
+
+/** The next page's cursor a paged source's answer gives, or null on its last page. */
+export function nextCursorOf(answer: unknown, source: { list: string; next?: string }): string | null {
+  if (!source.next) return null;
+  const next = (answer as Record<string, unknown> | null)?.[source.next];
+  return typeof next === 'string' && next !== '' ? next : null;
+}
+
+/** The source's path asking for the page after `cursor`. */
+export function pagePath(path: string, cursor: string | null): string {
+  return cursor === null ? path : `${path}${path.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(cursor)}`;
+}

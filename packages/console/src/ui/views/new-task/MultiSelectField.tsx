@@ -9,7 +9,7 @@ type Spec = Extract<FieldSpec, { kind: 'multiselect' }>;
 
 /** A checkbox list with a filter box, "Select all" (of what the filter shows) and "Clear". */
 export function MultiSelectField({ spec, value, errors, onChange }: { spec: Spec; value: string[]; errors: string[] | undefined; onChange(v: string[]): void }) {
-  const { entries, loading, error, reload } = useSource(spec.source);
+  const { entries, loading, error, cut, reload } = useSource(spec.source);
   const [filter, setFilter] = useState('');
   const id = useId();
   const chosen = useMemo(() => new Set(value), [value]);
@@ -37,12 +37,13 @@ export function MultiSelectField({ spec, value, errors, onChange }: { spec: Spec
         </button>
       </div>
       <p id={`${id}-count`} class="hint">
-        {loading ? 'Loading…' : `${formatCount(value.length)} of ${formatCount(entries.length)} selected`}
+        {loading && entries.length === 0 ? 'Loading…' : `${formatCount(value.length)} of ${formatCount(entries.length)} selected${loading ? ' (loading more…)' : ''}`}
+        {cut ? ` (only the first ${formatCount(entries.length)} are listed; a larger task is submitted through the API)` : ''}
         {spec.max !== undefined ? ` (at most ${formatCount(spec.max)})` : ''}
       </p>
       <div class="ms-list">
         {!loading && entries.length === 0 && !error ? <p class="empty">Nothing to choose from yet.</p> : null}
-        {!loading && entries.length > 0 && shown.length === 0 ? <p class="empty">Nothing matches the filter.</p> : null}
+        {entries.length > 0 && shown.length === 0 ? <p class="empty">Nothing matches the filter{loading ? ' yet' : ''}.</p> : null}
         {shown.map((e) => (
           <label key={e.value} class="ms-entry">
             <input type="checkbox" value={e.value} checked={chosen.has(e.value)} onChange={(ev) => toggle(e.value, ev.currentTarget.checked)} />

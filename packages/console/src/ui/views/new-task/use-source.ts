@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { Source } from '../../../config.ts';
+import { MAX_SOURCE_ENTRIES, type Source } from '../../../config.ts';
 import { describeError, isAbort } from '../../api/errors.ts';
 import { useApp } from '../../app-context.ts';
-import { sourceEntries } from '../../state/new-task.ts';
+import { nextCursorOf, pagePath, sourceEntries } from '../../state/new-task.ts';
 
 export interface SourceEntry {
   value: string;
@@ -10,26 +10,47 @@ export interface SourceEntry {
   detail: string | null;
 }
 
-/** The choices of a select or multiselect, loaded from `GET apiBase + source.path`. */
+interface SourceState {
+  entries: SourceEntry[];
+  loading: boolean;
+  error: string | null;
+  /** A paged source had more than {@link MAX_SOURCE_ENTRIES} entries: the rest are not listed. */
+  cut: boolean;
+}
+
+/**
+ * The choices of a select or multiselect, loaded from `GET apiBase + source.path`; a paged source
+ * (`source.next`) page after page, each shown as it arrives, up to {@link MAX_SOURCE_ENTRIES}.
+ */
 export function useSource(source: Source) {
   const { api } = useApp();
-  const [state, setState] = useState<{ entries: SourceEntry[]; loading: boolean; error: string | null }>({ entries: [], loading: true, error: null });
+  const [state, setState] = useState<SourceState>({ entries: [], loading: true, error: null, cut: false });
   const [attempt, setAttempt] = useState(0);
   useEffect(() => {
     const controller = new AbortController();
     setState((s) => ({ ...s, loading: true, error: null }));
-    api.get<unknown>(source.path, controller.signal).then(
-      (answer) => {
-        try {
-          setState({ entries: sourceEntries(answer, source), loading: false, error: null });
-        } catch (error) {
-          setState({ entries: [], loading: false, error: describeError(error) });
+    void (async () => {
+      const entries: SourceEntry[] = [];
+      const seen = new Set<string>();
+      let cursor: string | null = null;
+      try {
+        for (;;) {
+          const answer = await api.get<unknown>(pagePath(source.path, cursor), controller.signal);
+          for (const entry of sourceEntries(answer, source)) {
+            if (seen.has(entry.value)) continue;
+            seen.add(entry.value);
+            entries.push(entry);
+          }
+          cursor = nextCursorOf(answer, source);
+          const cut = entries.length > MAX_SOURCE_ENTRIES || (cursor !== null && entries.length >= MAX_SOURCE_ENTRIES);
+          const done = cursor === null || cut;
+          setState({ entries: entries.slice(0, MAX_SOURCE_ENTRIES), loading: !done, error: null, cut });
+          if (done) return;
         }
-      },
-      (error: unknown) => {
-        if (!isAbort(error)) setState({ entries: [], loading: false, error: describeError(error) });
-      },
-    );
+      } catch (error) {
+        if (!isAbort(error)) setState({ entries: entries.slice(0, MAX_SOURCE_ENTRIES), loading: false, error: describeError(error), cut: false });
+      }
+    })();
     return () => controller.abort();
   }, [api, source, attempt]);
   const reload = useCallback(() => setAttempt((n) => n + 1), []);

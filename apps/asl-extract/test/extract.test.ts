@@ -56,10 +56,10 @@ describe('OpenAI-compatible extractor against a real HTTP server', () => {
   async function llm(answer: (body: any) => { status: number; headers?: Record<string, string>; body: string }) {
     const seen: any[] = [];
     const server = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const body = JSON.parse(raw);
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         seen.push({ body, auth: req.headers.authorization, path: req.url });
         const a = answer(body);
         res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers });
@@ -78,6 +78,11 @@ describe('OpenAI-compatible extractor against a real HTTP server', () => {
     const extractor = new OpenAiExtractor({ baseUrl: server.url, apiKey: 'sk-test', model: 'gpt-test' });
     expect(await extractor.extract('cohort study text', { signal })).toEqual(data);
     expect(server.seen[0]).toMatchObject({ path: '/v1/chat/completions', auth: 'Bearer sk-test', body: { model: 'gpt-test', temperature: 0 } });
+    // A paper's text is cut at 60,000 characters, never inside a character (math italics are two).
+    await extractor.extract(`${'a'.repeat(59_999)}𝑥 and more`, { signal });
+    const sent: string = server.seen[1].body.messages[1].content;
+    expect(sent.isWellFormed()).toBe(true);
+    expect(sent).toBe(`${'a'.repeat(59_999)}\uFFFD`);
     await server.close();
   });
 

@@ -36,7 +36,8 @@ export class OpenAiExtractor implements Extractor {
         await chatCompletion(this.#config, {
           messages: [
             { role: 'system', content: SYSTEM },
-            { role: 'user', content: text.slice(0, MAX_CHARS) },
+            // Cut where it may split a character in two: the half left is made U+FFFD.
+            { role: 'user', content: text.slice(0, MAX_CHARS).toWellFormed() },
           ],
           signal,
         }),

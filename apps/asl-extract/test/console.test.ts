@@ -199,15 +199,23 @@ describe('ASL operator console in Chromium', () => {
       timeoutMs: ACTION_MS,
       message: 'focus on the cancelled task',
     });
-    releaseHeld();
     await countersCaughtUp(page, CATCH_UP_MS);
 
-    // The Active tab while the tasks end: each leaves it as it ends (the same page, one connection).
+    // The Active tab while the tasks end (the held papers let go once it lists them): each task
+    // leaves it as it ends, on the same page and connection.
     await page.getByRole('navigation', { name: 'Task status' }).getByRole('link', { name: /^Active/ }).click();
     await page.locator('li.task-row').first().waitFor();
+    // A keyboard user on a row that leaves is not dropped on the page: the list's heading has the focus.
+    await page.locator('li.task-row .task-link').last().focus();
+    releaseHeld();
     await waitFor(async () => (await apiTasks()).every((x) => ['completed', 'failed', 'cancelled'].includes(x.status)), { timeoutMs: 120_000, message: 'all 30 tasks ended' });
     await page.getByText('No active tasks.').waitFor({ timeout: CATCH_UP_MS });
     expect(await page.locator('li.task-row').count()).toBe(0);
+    await waitFor(async () => ((await page.evaluate<string | null>("document.activeElement?.id ?? null")) === 'tasks-heading' ? true : null), {
+      timeoutMs: ACTION_MS,
+      message: 'focus on the list’s heading',
+      describe: () => page.evaluate<string>("(document.activeElement?.outerHTML ?? 'none').slice(0, 200)"),
+    });
     await page.screenshot({ path: join(shots, '06a-active-tab-emptied.png') });
     await page.getByRole('navigation', { name: 'Task status' }).getByRole('link', { name: /^All/ }).click();
     await page.locator('li.task-row').nth(29).waitFor();

@@ -196,7 +196,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
   it('lists a library of more than 1,000 papers newest first, page after page, and refuses a cursor it did not give', async () => {
     await using t = await aslTest();
     await t.api();
-    // 1,005 papers, three of them added in the same millisecond (the id breaks the tie).
+    // 1,005 papers, the five newest added in the same millisecond (the id breaks the tie).
     const base = Date.parse('2026-01-01T00:00:00Z');
     const rows = Array.from({ length: 1005 }, (_, i) => ({
       id: crypto.randomUUID(),
@@ -209,7 +209,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
     await t.prisma.kbDocument.createMany({ data: rows });
     const newestFirst = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1)).map((r) => r.id);
     type Page = { documents: { id: string }[]; nextCursor: string | null };
-    const walk = async (limit: number) => {
+    const walk = async (limit: number, maxPages = Number.POSITIVE_INFINITY) => {
       const seen: string[] = [];
       let cursor: string | null = null;
       let pages = 0;
@@ -218,12 +218,15 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
         seen.push(...page.documents.map((d) => d.id));
         cursor = page.nextCursor;
         pages++;
-      } while (cursor);
+      } while (cursor && pages < maxPages);
       return { seen, pages };
     };
     expect(await walk(1000)).toEqual({ seen: newestFirst, pages: 2 });
     expect(await walk(67)).toEqual({ seen: newestFirst, pages: 15 });
-    for (const cursor of ['nope', Buffer.from('2026-01-01T00:00:00.000Z x').toString('base64url')]) {
+    // Pages of 2 end inside the five of the same millisecond: the tie is broken by the id, not skipped.
+    expect((await walk(2, 5)).seen).toEqual(newestFirst.slice(0, 10));
+    const id = crypto.randomUUID();
+    for (const cursor of ['nope', Buffer.from('2026-01-01T00:00:00.000Z x').toString('base64url'), Buffer.from(`2026-13-45T99:99:99.999Z ${id}`).toString('base64url'), Buffer.from(`2026-02-30T00:00:00.000Z ${id}`).toString('base64url')]) {
       const res = await t.call('GET', `/documents?cursor=${cursor}`);
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { issues: { field: string }[] } }).error.issues.map((i) => i.field)).toEqual(['query.cursor']);

@@ -99,6 +99,11 @@ describe('delivery and retries', () => {
     expect(failed.rows[0]!.error?.message).toContain('NUL');
     const bigFailed = await t.app.fanout.listItems(big.id, { status: 'failed', limit: 10 });
     expect(bigFailed.rows[0]!.error?.message).toMatch(/BigInt/);
+    // An error holding half a character (a message cut inside an emoji) is stored, the half as U+FFFD.
+    const half = await t.app.fanout.submit('test_batch', { count: 2, item: { halfCharacterError: true } });
+    expect(await finished(t, half.id)).toMatchObject({ status: 'completed', succeeded: 0, failed: 2 });
+    const halves = await t.app.fanout.listItems(half.id, { status: 'failed', limit: 10 });
+    expect(halves.rows.map((i) => [i.attempts, i.error?.code, i.error?.message])).toEqual(Array(2).fill([1, 'half\uFFFD', 'cut inside an emoji: 😀\uFFFD']));
     // A backslash followed by "u0000" in a text is not a NUL: stored as it is.
     const escaped = await t.app.fanout.submit('test_batch', { count: 2, item: { badResult: 'escaped' } });
     expect(await finished(t, escaped.id)).toMatchObject({ status: 'completed', succeeded: 2, failed: 0 });

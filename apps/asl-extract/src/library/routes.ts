@@ -7,7 +7,10 @@ const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z) ([0-9a-f]{8}-[0-9
 const encodeCursor = (createdAt: Date, id: string) => Buffer.from(`${createdAt.toISOString()} ${id}`).toString('base64url');
 function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
   const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  return match ? { createdAt: new Date(match[1]!), id: match[2]! } : null;
+  if (!match) return null;
+  // A time that is no time (month 13, 30 February) does not come back as itself.
+  const createdAt = new Date(match[1]!);
+  return !Number.isNaN(createdAt.getTime()) && createdAt.toISOString() === match[1] ? { createdAt, id: match[2]! } : null;
 }
 
 const documentsQuery = z

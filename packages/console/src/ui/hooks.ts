@@ -47,3 +47,50 @@ export function useThrottled(fn: () => void, intervalMs: number): () => void {
   };
   return useRef(() => ref.current()).current;
 }
+
+/** Where focus was in a region: the element, and the task of the row it was in, if any. */
+export interface FocusPlace {
+  element: HTMLElement;
+  taskId: string | null;
+}
+
+const isDisabled = (element: HTMLElement) => (element as HTMLButtonElement).disabled === true;
+
+/**
+ * Keeps the keyboard user's place in a region whose controls come and go: the control that had
+ * the focus is disabled while its request runs (the browser drops the focus then) or goes away
+ * (a cancelled task's button, a row that left the tab). Once the region renders again, focus goes
+ * back to the control when it is enabled again, or to `fallback(place)` when it is gone. Where
+ * the user moves the focus themselves, nothing is kept. Spread the handlers on the region.
+ */
+export function useFocusKeeper(fallback: (place: FocusPlace) => HTMLElement | null) {
+  const kept = useRef<FocusPlace | null>(null);
+  useEffect(() => {
+    const place = kept.current;
+    if (!place) return;
+    const at = document.activeElement;
+    if (at !== null && at !== document.body) return;
+    if (!place.element.isConnected) {
+      kept.current = null;
+      fallback(place)?.focus();
+    } else if (!isDisabled(place.element)) {
+      place.element.focus();
+    }
+  });
+  return {
+    onFocusIn(event: FocusEvent) {
+      const element = event.target as HTMLElement;
+      kept.current = { element, taskId: element.closest<HTMLElement>('[data-task-id]')?.dataset.taskId ?? null };
+    },
+    onFocusOut(event: FocusEvent) {
+      // Still there and usable, the focus not taken by a dialog it opened: the user moved it away.
+      const element = event.target as HTMLElement;
+      const to = event.relatedTarget instanceof Element ? event.relatedTarget : null;
+      if (to?.closest('dialog, [role="dialog"], [role="alertdialog"]')) return;
+      // Looked at once the event is over: a browser may dispatch it while removing the element.
+      queueMicrotask(() => {
+        if (kept.current?.element === element && element.isConnected && !isDisabled(element)) kept.current = null;
+      });
+    },
+  };
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Job } from 'pg-boss';
 import type { AnyFanoutDefinition } from '../define/define-fanout.ts';
 import { defaultClassifier } from '../errors/classify.ts';
-import { assertStorable, withoutNul } from './storable.ts';
+import { assertStorable, storableText } from './storable.ts';
 import { LocalLimit } from '../limits/local-limit.ts';
 import type { ClaimedItem, ItemError, Outcome, Release } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
@@ -372,7 +372,7 @@ export class ChildRunner {
           why === 'expired'
             ? { code: 'expired', message: `job expired after ${definition.resolved.child.expireInSeconds}s`, attempt: item.attempt }
             : // Stored on the item, shown by the API and the console, streamed: credentials masked.
-              { code: withoutNul(classified.code), message: redactText(classified.message), attempt: item.attempt };
+              { code: storableText(classified.code), message: storableText(redactText(classified.message)), attempt: item.attempt };
         const transient = why === 'expired' || classified.kind === 'transient';
         const delayMs = transient ? retryDelayMs(definition, item.attempt, classified.retryAfterMs) : 0;
         const tooLate = delayMs > MAX_RETRY_DELAY_MS || (item.deadlineAt !== null && Date.now() + delayMs >= item.deadlineAt.getTime());

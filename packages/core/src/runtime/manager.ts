@@ -6,7 +6,7 @@ import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/ty
 import type { RuntimeContext } from './context.ts';
 import { errorFields, type Logger } from './logger.ts';
 import type { JobTraceFields } from '../telemetry/tracing.ts';
-import { storableProblem, withoutNul } from './storable.ts';
+import { storableProblem, storableText } from './storable.ts';
 
 export interface ManagerJobData extends JobTraceFields {
   taskId: string;
@@ -183,12 +183,12 @@ function toNewItem(definition: AnyFanoutDefinition, listed: ListedItem<unknown>,
   if (typeof listed.key !== 'string' || listed.key.length === 0 || listed.key.length > MAX_KEY_LENGTH) {
     throw new PermanentError(`item key: must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, { code: 'invalid_key' });
   }
-  const key = withoutNul(listed.key);
+  const key = storableText(listed.key);
   if (key !== listed.key) return { key, seq, snapshot: null, error: { code: 'invalid_key', message: 'key: contains a NUL character (\\u0000), which PostgreSQL cannot store', retryable: false } };
   const parsed = definition.item.safeParse(listed.snapshot);
   if (!parsed.success) {
     const raw = storableProblem(listed.snapshot) ? null : (listed.snapshot ?? null);
-    return { key, seq, snapshot: raw, error: { code: 'validation', message: withoutNul(`snapshot: ${parsed.error.message}`), retryable: false } };
+    return { key, seq, snapshot: raw, error: { code: 'validation', message: storableText(`snapshot: ${parsed.error.message}`), retryable: false } };
   }
   const problem = storableProblem(parsed.data);
   return problem ? { key, seq, snapshot: null, error: { code: 'invalid_snapshot', message: `snapshot: ${problem}`, retryable: false } } : { key, seq, snapshot: parsed.data };

@@ -25,5 +25,8 @@ export function assertStorable(value: unknown, what: string, code: string): void
   if (problem) throw new PermanentError(`${what}: ${problem}`, { code });
 }
 
-/** Text with its NUL characters (which no text column stores) replaced by U+FFFD. */
-export const withoutNul = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
+/**
+ * Text as PostgreSQL stores it: NUL characters (which no text column stores) and lone surrogates
+ * (half a character, which jsonb refuses: a message cut inside an emoji) become U+FFFD.
+ */
+export const storableText = (text: string): string => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text).toWellFormed();

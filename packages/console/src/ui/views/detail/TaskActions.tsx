@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { ItemCounts, TaskView } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
+import { useFocusKeeper } from '../../hooks.ts';
 import { formatCount, shortId } from '../../state/format.ts';
 import { canArchive, canCancel, canDelete, canExport, canRetryFailed } from '../../state/status.ts';
 import { useTaskActions, type Busy } from '../task-actions.ts';
@@ -14,34 +15,16 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
   const short = shortId(task.id);
   // Busy from the request on: a confirmation comes first, and focus returns to its button when it
   // is dismissed.
-  const settled = useRef(false);
   const run = async (name: string, action: (busy: Busy) => Promise<boolean>, refresh = true) => {
-    const busyWith = (on: boolean) => {
-      if (!on) settled.current = true;
-      setBusy(on ? name : null);
-    };
-    if ((await action(busyWith)) && refresh) done();
+    if ((await action((on) => setBusy(on ? name : null))) && refresh) done();
   };
-  // A button disabled while its request runs loses the focus (the browser moves it to the page):
-  // it gets it back when the request is over, or, when the button went away (the task was
-  // cancelled or archived), the task's actions get it.
-  const focused = useRef<HTMLElement | null>(null);
-  useEffect(() => {
-    const from = focused.current;
-    if (!from) return;
-    const lost = document.activeElement === null || document.activeElement === document.body;
-    if (!from.isConnected) {
-      focused.current = null;
-      if (lost) group.current?.focus();
-    } else if (settled.current && !(from as HTMLButtonElement).disabled) {
-      settled.current = false;
-      if (lost) from.focus();
-    }
-  });
+  // A button disabled while its request runs has the focus back after it; one that went away (the
+  // task was cancelled or archived) leaves it with the task's actions.
+  const focusKeeper = useFocusKeeper(() => group.current);
   const retryable = counts?.retryableFailed ?? 0;
   const exportable = canExport(task);
   return (
-    <div class="actions" role="group" aria-label={`Actions on task ${short}`} ref={group} tabIndex={-1} onFocusIn={(e) => (focused.current = e.target as HTMLElement)}>
+    <div class="actions" role="group" aria-label={`Actions on task ${short}`} ref={group} tabIndex={-1} onFocusIn={focusKeeper.onFocusIn} onFocusOut={focusKeeper.onFocusOut}>
       {canCancel(task) ? (
         <button type="button" disabled={busy !== null} aria-label={`Cancel task ${short}`} onClick={() => void run('cancel', (b) => actions.cancel(task, b))}>
           {busy === 'cancel' ? 'Cancelling…' : 'Cancel task'}

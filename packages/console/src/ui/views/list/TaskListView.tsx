@@ -3,7 +3,7 @@ import { describeError, isAbort } from '../../api/errors.ts';
 import type { TaskPage, TaskSummary, TaskView } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
-import { useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
+import { useFocusKeeper, useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
 import { listQuery, matchesList, TABS, withNewTasks, type ListTab } from '../../state/tabs.ts';
 import { isTerminal } from '../../state/task-merge.ts';
 import { NewTaskPanel } from '../new-task/NewTaskPanel.tsx';
@@ -103,23 +103,13 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
     if (await actions.cancel(task, busy)) summarySoon();
   };
 
-  // What held the focus in the list goes away (a cancelled task's button, a row that left the
-  // tab): the focus goes to its task's link when the row is still there, else to the list's
-  // heading, instead of falling to the page.
-  const focused = useRef<{ element: HTMLElement; taskId: string | null } | null>(null);
-  useEffect(() => {
-    const from = focused.current;
-    if (!from || from.element.isConnected) return;
-    focused.current = null;
-    const at = document.activeElement;
-    if (at !== null && at !== document.body) return;
-    const link = from.taskId ? document.querySelector<HTMLElement>(`li.task-row[data-task-id="${CSS.escape(from.taskId)}"] .task-link`) : null;
-    (link ?? document.getElementById('tasks-heading'))?.focus();
-  });
-  const onFocusIn = (e: FocusEvent) => {
-    const element = e.target as HTMLElement;
-    focused.current = { element, taskId: element.closest<HTMLElement>('li.task-row')?.dataset.taskId ?? null };
-  };
+  // A cancelled task's button goes away, a row leaves the tab: focus goes to the task's link when
+  // its row is still there, else to the list's heading, instead of falling to the page.
+  const focusKeeper = useFocusKeeper(
+    (place) =>
+      (place.taskId ? document.querySelector<HTMLElement>(`li.task-row[data-task-id="${CSS.escape(place.taskId)}"] .task-link`) : null) ??
+      document.getElementById('tasks-heading'),
+  );
 
   const created = (task: TaskView) => {
     if (matchesList(task, tab, q)) setList((s) => (s.ids.includes(task.id) ? s : { ...s, ids: [task.id, ...s.ids] }));
@@ -128,7 +118,7 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
 
   return (
     <div class="list-layout">
-      <section class="panel tasks-panel" aria-labelledby="tasks-heading" onFocusIn={onFocusIn}>
+      <section class="panel tasks-panel" aria-labelledby="tasks-heading" onFocusIn={focusKeeper.onFocusIn} onFocusOut={focusKeeper.onFocusOut}>
         <div class="section-head">
           <h1 id="tasks-heading" tabIndex={-1}>
             Tasks

@@ -36,19 +36,21 @@ export function useSource(source: Source) {
       try {
         for (;;) {
           const answer = await api.get<unknown>(pagePath(source.path, cursor), controller.signal);
+          if (controller.signal.aborted) return;
           for (const entry of sourceEntries(answer, source)) {
             if (seen.has(entry.value)) continue;
             seen.add(entry.value);
             entries.push(entry);
           }
           cursor = nextCursorOf(answer, source);
-          const cut = entries.length > MAX_SOURCE_ENTRIES || (cursor !== null && entries.length >= MAX_SOURCE_ENTRIES);
+          // Only a paged source is capped: one answer is all the choices, however many.
+          const cut = source.next !== undefined && (entries.length > MAX_SOURCE_ENTRIES || (cursor !== null && entries.length >= MAX_SOURCE_ENTRIES));
           const done = cursor === null || cut;
-          setState({ entries: entries.slice(0, MAX_SOURCE_ENTRIES), loading: !done, error: null, cut });
+          setState({ entries: cut ? entries.slice(0, MAX_SOURCE_ENTRIES) : [...entries], loading: !done, error: null, cut });
           if (done) return;
         }
       } catch (error) {
-        if (!isAbort(error)) setState({ entries: entries.slice(0, MAX_SOURCE_ENTRIES), loading: false, error: describeError(error), cut: false });
+        if (!isAbort(error) && !controller.signal.aborted) setState({ entries: [...entries], loading: false, error: describeError(error), cut: false });
       }
     })();
     return () => controller.abort();

@@ -57,6 +57,8 @@ export const sampleKind = (n: number): 'good' | 'corrupt' | 'encrypted' => (n % 
 export async function createSampleLibrary(prisma: PrismaClient, storage: FileStorage, owner: string, count: number, from = 1): Promise<string[]> {
   const ids: string[] = [];
   const rows = [];
+  // Added one after the other, a millisecond apart: the library lists the last paper first.
+  const last = Date.now();
   for (let n = from; n < from + count; n++) {
     const { title, lines } = samplePaperText(n);
     const kind = sampleKind(n);
@@ -66,7 +68,7 @@ export async function createSampleLibrary(prisma: PrismaClient, storage: FileSto
     const id = randomUUID();
     const storageKey = `${owner}/${id}.pdf`;
     await storage.write(storageKey, bytes);
-    rows.push({ id, owner, title, filename: `paper-${String(n).padStart(4, '0')}.pdf`, storageKey });
+    rows.push({ id, owner, title, filename: `paper-${String(n).padStart(4, '0')}.pdf`, storageKey, createdAt: new Date(last - (from + count - 1 - n)) });
     ids.push(id);
   }
   await prisma.kbDocument.createMany({ data: rows });

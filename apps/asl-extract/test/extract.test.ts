@@ -86,12 +86,13 @@ describe('OpenAI-compatible extractor against a real HTTP server', () => {
     await server.close();
   });
 
-  it('turns 429 (with Retry-After), 500 and 400 into errors the classifier sorts', async () => {
+  it('turns 429 (with Retry-After), 500, 400 and a refusal into errors the classifier sorts', async () => {
     const answers = [
       { status: 429, headers: { 'retry-after': '3' }, body: '{"error":"slow down"}' },
       { status: 500, body: '{}' },
       { status: 400, body: '{"error":"bad request"}' },
       { status: 200, body: JSON.stringify({ choices: [{ message: { content: 'not json' } }] }) },
+      { status: 200, body: JSON.stringify({ choices: [{ message: { content: null, refusal: 'I cannot help with that.' }, finish_reason: 'stop' }] }) },
     ];
     const server = await llm(() => answers.shift()!);
     const extractor = new OpenAiExtractor({ baseUrl: server.url, apiKey: 'k', model: 'm' });
@@ -100,6 +101,8 @@ describe('OpenAI-compatible extractor against a real HTTP server', () => {
     expect(await classify()).toMatchObject({ kind: 'transient', code: 'http_500' });
     expect(await classify()).toMatchObject({ kind: 'permanent', code: 'http_400' });
     expect(await classify()).toMatchObject({ kind: 'transient', code: 'llm_bad_answer' });
+    // Declined at temperature 0 is declined again: the paper fails at once, no more paid calls.
+    expect(await classify()).toMatchObject({ kind: 'permanent', code: 'llm_refused' });
     await server.close();
   });
 });

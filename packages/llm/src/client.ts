@@ -1,4 +1,4 @@
-import type { ItemContext } from '@fanout/core';
+import { PermanentError, type ItemContext } from '@fanout/core';
 import type { LlmConfig } from './config.ts';
 
 /** The names of the shared limits: every app's calls count against the same slots. */
@@ -37,6 +37,18 @@ function retryAfterOf(headers: Headers): number | undefined {
 export class LlmAnswerError extends Error {
   override name = 'LlmAnswerError';
   readonly code = 'llm_bad_answer';
+}
+
+/**
+ * The model declined to answer: a refusal (`message.refusal`) or its content filter
+ * (`finish_reason: "content_filter"`). At temperature 0 the same request is declined again, so it
+ * is permanent (`llm_refused`): retrying would only pay for more refusals.
+ */
+export class LlmRefusalError extends PermanentError {
+  override name = 'LlmRefusalError';
+  constructor(message: string) {
+    super(message, { code: 'llm_refused' });
+  }
 }
 
 export interface ChatMessage {
@@ -96,13 +108,18 @@ export async function chatCompletion(config: Pick<LlmConfig, 'baseUrl' | 'apiKey
   const maxBytes = config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const { text: body, cut } = await readCapped(response, maxBytes);
   if (cut) throw new LlmAnswerError(`the LLM answer is over ${maxBytes} bytes (it was cut there)`);
+  let choice: { message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown } | undefined;
   try {
-    const content = (JSON.parse(body) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
-    if (typeof content !== 'string') throw new Error('no choices[0].message.content');
-    return content;
+    choice = (JSON.parse(body) as { choices?: (typeof choice)[] }).choices?.[0];
   } catch (error) {
     throw new LlmAnswerError(`the LLM answer is not a chat completion: ${(error as Error).message}`, { cause: error });
   }
+  const refusal = choice?.message?.refusal;
+  if (typeof refusal === 'string' && refusal !== '') throw new LlmRefusalError(`the model refused: ${refusal.slice(0, 200)}`);
+  if (choice?.finish_reason === 'content_filter') throw new LlmRefusalError("the model's content filter stopped its answer");
+  const content = choice?.message?.content;
+  if (typeof content !== 'string') throw new LlmAnswerError('the LLM answer is not a chat completion: no choices[0].message.content');
+  return content;
 }
 
 /** Up to `maxBytes` of a body as text; the rest is not read (the connection is let go). */

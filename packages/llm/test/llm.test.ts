@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { defaultClassifier } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
-import { chatCompletion, LlmAnswerError, LlmHttpError, parseJsonAnswer, startSimulatedLlm } from '../src/index.ts';
+import { chatCompletion, LlmAnswerError, LlmHttpError, LlmRefusalError, parseJsonAnswer, startSimulatedLlm } from '../src/index.ts';
 
 const signal = new AbortController().signal;
 const config = (baseUrl: string) => ({ baseUrl, apiKey: 'k', model: 'm', timeoutMs: 10_000 });
@@ -61,6 +61,20 @@ describe('the model client and the simulated model', () => {
       ]);
       expect(defaultClassifier(await ask(p.baseUrl))).toMatchObject({ kind: 'transient', code: 'http_429', retryAfterMs: 1500 });
       expect(defaultClassifier(await ask(p.baseUrl))).toMatchObject({ kind: 'transient', code: 'http_503', retryAfterMs: 20_000 });
+    });
+
+    it('takes a refusal or the content filter as permanent (the same request is declined again), and an answer without content as a bad answer', async () => {
+      const completion = (choice: object) => (res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [choice] }));
+      await using p = await provider([
+        completion({ message: { role: 'assistant', content: null, refusal: 'I can’t help with that.' }, finish_reason: 'stop' }),
+        completion({ message: { role: 'assistant', content: '{"partial":' }, finish_reason: 'content_filter' }),
+        completion({ message: { role: 'assistant', content: null }, finish_reason: 'stop' }),
+      ]);
+      const refused = await ask(p.baseUrl);
+      expect(refused).toBeInstanceOf(LlmRefusalError);
+      expect(defaultClassifier(refused)).toEqual({ kind: 'permanent', code: 'llm_refused', message: 'the model refused: I can’t help with that.' });
+      expect(defaultClassifier(await ask(p.baseUrl))).toMatchObject({ kind: 'permanent', code: 'llm_refused' });
+      expect(await ask(p.baseUrl)).toBeInstanceOf(LlmAnswerError);
     });
 
     it('stops reading an answer past its byte limit and says so', async () => {

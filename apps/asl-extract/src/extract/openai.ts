@@ -16,7 +16,7 @@ const MAX_CHARS = 60_000;
  * Study data from an OpenAI-compatible model (the platform's shared configuration, `@fanout/llm`).
  * HTTP errors keep their status and headers, so the classifier retries 429 (after Retry-After) and
  * 5xx and fails other 4xx at once; an answer that is not the study schema is retried too (models
- * answer differently on a second try).
+ * answer differently on a second try); a refusal fails the paper at once (`llm_refused`).
  */
 export class OpenAiExtractor implements Extractor {
   readonly model: string;

@@ -1,4 +1,4 @@
-import { PermanentError, type ItemContext } from '@fanout/core';
+import { parseRetryAfter, PermanentError, type ItemContext } from '@fanout/core';
 import type { LlmConfig } from './config.ts';
 
 /** The names of the shared limits: every app's calls count against the same slots. */
@@ -26,11 +26,7 @@ export class LlmHttpError extends Error {
 function retryAfterOf(headers: Headers): number | undefined {
   const ms = headers.get('retry-after-ms')?.trim();
   if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.ceil(Number(ms));
-  const value = headers.get('retry-after')?.trim();
-  if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+  return parseRetryAfter(headers.get('retry-after'));
 }
 
 /** An answer that is not what was asked for (not JSON, not the schema): the app decides whether to retry. */

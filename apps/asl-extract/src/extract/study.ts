@@ -1,3 +1,4 @@
+import { storableText } from '@fanout/core';
 import { z } from 'zod';
 
 /** Where in the paper's text a value came from. */
@@ -26,10 +27,7 @@ export const MAX_FIELD_CHARS = 2_000;
  * call, and fail with the database's error.
  */
 export function storableStudyData(data: StudyData): StudyData {
-  const text = (value: string) => {
-    const cut = value.length > MAX_FIELD_CHARS ? `${value.slice(0, MAX_FIELD_CHARS - 1)}…` : value;
-    return cut.replaceAll('\u0000', '\uFFFD').toWellFormed();
-  };
+  const text = (value: string) => storableText(value.length > MAX_FIELD_CHARS ? `${value.slice(0, MAX_FIELD_CHARS - 1)}…` : value);
   const out = { ...data };
   for (const key of STUDY_FIELDS) {
     const field = data[key];

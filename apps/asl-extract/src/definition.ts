@@ -32,6 +32,9 @@ export const aslItem = z.object({
   storageKey: z.string().nullable(),
 });
 
+/** Extractions deleted per statement when their tasks' details go. */
+const PURGE_BATCH = 2000;
+
 /**
  * ASL tool 3: extract study data from a batch of papers, one child per paper. One bad PDF fails
  * its own item only; the model never sees more calls than the platform's shared limits allow.
@@ -83,6 +86,16 @@ export function aslExtract(options: AslOptions) {
         update: { fields, model: options.extractor.model, promptVersion: options.extractor.promptVersion },
       });
       return { extractionId: row.id, model: options.extractor.model, fieldsFound: Object.values(fields).filter((f) => f !== null).length };
+    },
+    // Retention (or a delete) took the tasks' items, which its results are read through: their
+    // extractions go too, a bounded batch at a time, so the table does not grow without end.
+    async onPurge(taskIds, ctx) {
+      let deleted: number;
+      do {
+        ctx.signal.throwIfAborted();
+        deleted = await options.prisma.$executeRaw`
+          DELETE FROM asl_extraction WHERE id IN (SELECT id FROM asl_extraction WHERE task_id = ANY(${[...taskIds]}::uuid[]) LIMIT ${PURGE_BATCH}::int)`;
+      } while (deleted === PURGE_BATCH);
     },
   });
 }

@@ -256,6 +256,36 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
     expect(byKey.get(foreign!)?.error).toMatchObject({ code: 'document_not_found', message: expect.stringContaining('is not in your library') });
   });
 
+  it('retention and a delete take a task’s extractions with its items', async () => {
+    await using t = await aslTest({ FANOUT_RETENTION_DAYS: 1 });
+    await t.api();
+    await t.workers(1);
+    const ids = await createSampleLibrary(t.prisma, t.storage, 'team-a', 4);
+    const old = await submit(t, ids.slice(0, 2));
+    const other = await submit(t, ids.slice(2));
+    expect(await ended(t, old)).toMatchObject({ status: 'completed', succeeded: 2 });
+    expect(await ended(t, other)).toMatchObject({ status: 'completed', succeeded: 2 });
+    const extractions = (taskId: string) => t.prisma.aslExtraction.count({ where: { taskId } });
+    expect([await extractions(old), await extractions(other)]).toEqual([2, 2]);
+
+    // Finished two days ago (its fan-in run and its ending announced): the worker's maintenance
+    // loop deletes its items, and the app's hook its extractions.
+    await waitFor(async () => (await t.prisma.$queryRaw<{ ready: boolean }[]>`SELECT announced_round >= round AND fanin_round >= round AS ready FROM fanout_task WHERE id = ${old}::uuid`)[0]?.ready, {
+      message: 'the task announced and fanned in',
+    });
+    await t.prisma.$executeRaw`UPDATE fanout_task SET completed_at = now() - interval '2 days' WHERE id = ${old}::uuid`;
+    await waitFor(async () => (await extractions(old)) === 0 && (await t.prisma.$queryRaw<{ purging: boolean }[]>`SELECT purging FROM fanout_task WHERE id = ${old}::uuid`)[0]?.purging === false, {
+      message: 'the old task’s extractions deleted',
+    });
+    expect((await t.call('GET', `/tasks/${old}/results.json`)).status).toBe(410);
+    expect(await extractions(other)).toBe(2);
+
+    const deleted = await t.call('DELETE', `/tasks/${other}`);
+    expect(deleted.status).toBe(204);
+    expect(await extractions(other)).toBe(0);
+    expect((await t.call('GET', `/tasks/${other}`)).status).toBe(404);
+  });
+
   it('keeps tenants apart on every route, events and exports included', async () => {
     await using t = await aslTest();
     await t.api();

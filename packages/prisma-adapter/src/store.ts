@@ -273,6 +273,11 @@ export class PrismaFanoutStore implements FanoutStore {
     await controls.deleteTask(this.#db, taskId);
   }
 
+  async markPurged(taskId: string): Promise<void> {
+    if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+    await controls.markPurged(this.#db, taskId);
+  }
+
   // -- reading for people ----------------------------------------------------------------------
 
   async taskSummary(query: { kind?: string; tenant?: string | null; statuses?: readonly TaskStatus[] }): Promise<TaskSummary> {
@@ -395,6 +400,10 @@ export class PrismaFanoutStore implements FanoutStore {
 
   async purgeFinished(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
     return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, kinds));
+  }
+
+  async finishPurge(taskIds: readonly string[]): Promise<void> {
+    if (taskIds.length > 0) await retention.finishPurge(this.#db, taskIds);
   }
 
   async reconcileCandidates(idleMs: number, limit: number, maxRunningTasks: number | null = null): Promise<string[]> {

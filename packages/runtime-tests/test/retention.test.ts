@@ -1,6 +1,8 @@
+import { defineFanout } from '@fanout/core';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { createTestDatabase } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createAppRuntime } from './fixtures/app-runtime.ts';
 import { testDefinition } from './fixtures/definitions.ts';
 import { waitFor } from './fixtures/harness.ts';
@@ -58,7 +60,7 @@ describe('retention', () => {
       expect((await app.fanout.getTask(recent.id))!.purgedAt).toBeNull();
       await expect(app.fanout.retryFailed(old.id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('deleted by retention') });
       // Nothing left to do: a pass finds no task due.
-      expect(await app.fanout.store.purgeFinished!(DAY, 1000, ['test_batch'])).toEqual({ taskId: null, deleted: 0, purged: false, tasks: [] });
+      expect(await app.fanout.store.purgeFinished!(DAY, 1000, ['test_batch'])).toEqual({ taskId: null, deleted: 0, purged: false, tasks: [], kinds: [] });
     } finally {
       await app.close();
     }
@@ -99,6 +101,104 @@ describe('retention', () => {
       await app.close();
     }
   });
+
+  it("runs the definition's purge hook on what the app keeps of a task once its details are gone, again until it succeeds, without holding up other definitions; a delete runs it first", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    // The app's own rows, keyed by task, as the ASL app keeps its extractions.
+    const hook = { failing: true, calls: [] as string[][] };
+    let app: ReturnType<typeof createAppRuntime>;
+    const withHook = {
+      ...testDefinition(),
+      async onPurge(taskIds: readonly string[]) {
+        hook.calls.push([...taskIds].sort());
+        if (hook.failing) throw new Error('the app database is away');
+        await app.prisma.$executeRaw`DELETE FROM app_row WHERE task_id = ANY(${[...taskIds]}::uuid[])`;
+      },
+    };
+    const other = defineFanout({ name: 'other_batch', input: z.object({}), item: z.object({}), listItems: () => [], runItem: () => null });
+    app = createAppRuntime({ databaseUrl: db.url, definitions: [withHook, other], maintenance: { intervalMs: 3_600_000, retentionMs: DAY } });
+    const errors: string[] = [];
+    app.fanout.events.on('error', (event) => {
+      errors.push(event.context);
+    });
+    try {
+      await app.fanout.start({ managers: false, children: false, maintenance: false });
+      await app.prisma.$executeRaw`CREATE TABLE app_row (task_id uuid NOT NULL, n int NOT NULL)`;
+      // Three tasks of the definition with a hook and two of the other, two days old; and one of
+      // the first, finished a minute ago (not due), for the delete.
+      const tasks = await app.prisma.$queryRaw<{ id: string; kind: string; due: boolean }[]>`
+        WITH tasks AS (
+          INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+          SELECT gen_random_uuid(), CASE WHEN g < 3 OR g = 5 THEN 'test_batch' ELSE 'other_batch' END, 't', '{}', 'completed', 5, 5, 1, 1, 1,
+                 now() - interval '3 days', CASE WHEN g = 5 THEN now() - interval '1 minute' ELSE now() - interval '2 days' + g * interval '1 millisecond' END, now() - interval '3 days'
+          FROM generate_series(0, 5) g RETURNING id, kind, completed_at),
+        items AS (
+          INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, attempts)
+          SELECT gen_random_uuid(), tasks.id, s, 'k' || s, '{}', 'succeeded', 1 FROM tasks, generate_series(0, 4) s RETURNING 1)
+        SELECT id::text, kind, completed_at < now() - interval '1 day' AS due FROM tasks ORDER BY completed_at`;
+      const mine = tasks.filter((t) => t.kind === 'test_batch' && t.due).map((t) => t.id).sort();
+      const fresh = tasks.find((t) => !t.due)!.id;
+      await app.prisma.$executeRaw`INSERT INTO app_row SELECT id, n FROM unnest(${[...mine, fresh]}::uuid[]) id, generate_series(1, 3) n`;
+      const state = async () =>
+        (
+          await app.prisma.$queryRaw<{ kind: string; purged: number; purging: number; items: number }[]>`
+            SELECT t.kind, count(*) FILTER (WHERE t.purged_at IS NOT NULL)::int AS purged, count(*) FILTER (WHERE t.purging)::int AS purging,
+                   coalesce(sum((SELECT count(*) FROM fanout_item i WHERE i.task_id = t.id)), 0)::int AS items
+            FROM fanout_task t WHERE t.completed_at < now() - interval '1 day' GROUP BY t.kind ORDER BY t.kind`
+        ).map((r) => ({ ...r }));
+      const appRows = async (ids: string[]) => (await app.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM app_row WHERE task_id = ANY(${ids}::uuid[])`)[0]!.n;
+
+      // The hook fails: the items are gone (the tasks answer as purged), but the tasks stay under
+      // way, and the other definition's tasks are purged all the same.
+      await app.fanout.runMaintenance();
+      expect(hook.calls).toEqual([mine]);
+      expect(await state()).toEqual([
+        { kind: 'other_batch', purged: 2, purging: 0, items: 0 },
+        { kind: 'test_batch', purged: 3, purging: 3, items: 0 },
+      ]);
+      expect(await appRows(mine)).toBe(9);
+      expect(errors).toEqual([expect.stringContaining('the purge hook of test_batch failed')]);
+      // Held back for a while: the next pass does not call it again at once.
+      await app.fanout.runMaintenance();
+      expect(hook.calls).toHaveLength(1);
+
+      // Once the hook works, a later pass takes the tasks up again and finishes them.
+      hook.failing = false;
+      await waitFor(
+        async () => {
+          await app.fanout.runMaintenance();
+          return (await state())[1]!.purging === 0;
+        },
+        { timeoutMs: 30_000, message: 'the held tasks purged once the hook works' },
+      );
+      expect(hook.calls.at(-1)).toEqual(mine);
+      expect(await appRows(mine)).toBe(0);
+      expect(await appRows([fresh])).toBe(3);
+
+      // A delete runs the hook before the task goes; when the hook fails, the task stays, marked
+      // purged (so never retried), and its rows with it.
+      hook.failing = true;
+      await expect(app.fanout.deleteTask(fresh)).rejects.toThrow('the app database is away');
+      expect((await app.fanout.getTask(fresh))!.purgedAt).toBeInstanceOf(Date);
+      await expect(app.fanout.retryFailed(fresh)).rejects.toMatchObject({ code: 'conflict' });
+      expect(await appRows([fresh])).toBe(3);
+      hook.failing = false;
+      await app.fanout.deleteTask(fresh);
+      expect(await app.fanout.getTask(fresh)).toBeNull();
+      expect(await appRows([fresh])).toBe(0);
+      expect(hook.calls.at(-1)).toEqual([fresh]);
+      // A task that runs is not deleted, and its hook is not run.
+      const calls = hook.calls.length;
+      const [running] = await app.prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, round, started_at)
+        VALUES (gen_random_uuid(), 'test_batch', 't', '{}', 'running', 5, 1, now()) RETURNING id::text`;
+      await expect(app.fanout.deleteTask(running!.id)).rejects.toMatchObject({ code: 'conflict' });
+      expect(hook.calls).toHaveLength(calls);
+      expect((await app.fanout.getTask(running!.id))!.purgedAt).toBeNull();
+    } finally {
+      await app.close();
+    }
+  }, 60_000);
 
   it("sets pg-boss's retention of the child queue's done jobs to match a retention shorter than an hour", async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });

@@ -137,6 +137,17 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
   summarize?(input: z.output<TInputSchema>): string;
   /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
   onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
+  /**
+   * The purge hook: deletes what the app keeps of tasks whose details are being deleted, by
+   * retention (`maintenance.retentionMs`) or by `deleteTask`: its own rows keyed by their task or
+   * item ids, files. Called once their items and logs are gone (retention) or before the task row
+   * goes (`deleteTask`, which fails when the hook does, leaving the task marked purged), with up to
+   * 100 task ids of this definition at a time. Retention keeps a task marked as under way until
+   * its hook succeeded, and calls it again after a failure or a crash (backing off the
+   * definition's purges meanwhile), so the hook must be idempotent; delete in bounded batches
+   * (a 100,000-item task's rows are not one statement's work).
+   */
+  onPurge?(taskIds: readonly string[], ctx: FanInContext): Promise<void> | void;
   classify?: ErrorClassifier;
   options?: FanoutOptions;
 }

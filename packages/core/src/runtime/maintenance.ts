@@ -157,14 +157,67 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
   }
 }
 
-/** Retention: the items and logs of tasks finished long ago, in bounded batches. */
+/** A definition whose purge hook failed is left out of retention this long (doubled per failure in a row, up to `PURGE_HOLD_MAX_MS`). */
+const PURGE_HOLD_MS = 5_000;
+const PURGE_HOLD_MAX_MS = 300_000;
+
+/** Per runtime: the definitions whose purge hook failed, until when they are left out, and how many times in a row. */
+const purgeHolds = new WeakMap<RuntimeContext, Map<string, { until: number; failures: number }>>();
+
+/**
+ * Retention: the items and logs of tasks finished long ago, in bounded batches. Once nothing is
+ * left of a batch's tasks, their definitions' purge hooks run, and only the tasks whose hook
+ * succeeded (or that have none) are finished: the others stay under way, taken again first by a
+ * later batch. A definition whose hook failed is left out for a while (backing off), so that it
+ * does not hold up the others' retention.
+ */
 async function purgeFinished(ctx: RuntimeContext, retentionMs: number, kinds: readonly string[]): Promise<void> {
   const started = performance.now();
+  let holds = purgeHolds.get(ctx);
+  if (!holds) purgeHolds.set(ctx, (holds = new Map()));
   do {
-    const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, kinds);
+    const now = Date.now();
+    const open = kinds.filter((kind) => (holds.get(kind)?.until ?? 0) <= now);
+    if (open.length === 0) break;
+    const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, open);
     if (purge.taskId === null) break;
-    if (purge.purged) ctx.logger.info('retention deleted the items of finished tasks', { taskIds: purge.tasks ?? [purge.taskId] });
+    if (!purge.purged) continue;
+    const taskIds = purge.tasks ?? [purge.taskId];
+    const byKind = new Map<string, string[]>();
+    for (const [i, id] of taskIds.entries()) {
+      // (A store that does not say the kinds: each task's is read.)
+      const kind = purge.kinds?.[i] ?? (await ctx.store.getTask(id))?.kind;
+      if (kind !== undefined) byKind.set(kind, [...(byKind.get(kind) ?? []), id]);
+    }
+    const finished: string[] = [];
+    for (const [kind, ids] of byKind) {
+      if (await runPurgeHook(ctx, kind, ids, holds)) finished.push(...ids);
+    }
+    if (finished.length > 0) {
+      await ctx.store.finishPurge?.(finished);
+      ctx.logger.info('retention deleted the items of finished tasks', { taskIds: finished });
+    }
   } while (performance.now() - started < PURGE_PASS_MS);
+}
+
+/**
+ * Runs the purge hook of `kind`'s definition on tasks whose details are gone; resolves whether it
+ * succeeded (true when there is none). A failure is reported and holds the definition's purges back.
+ */
+async function runPurgeHook(ctx: RuntimeContext, kind: string, taskIds: string[], holds: Map<string, { until: number; failures: number }>): Promise<boolean> {
+  const definition = ctx.definition(kind);
+  if (!definition.onPurge) return true;
+  try {
+    await definition.onPurge(taskIds, { logger: childLogger(ctx.logger, { definition: kind }), signal: ctx.shutdown });
+    holds.delete(kind);
+    return true;
+  } catch (error) {
+    const failures = (holds.get(kind)?.failures ?? 0) + 1;
+    const holdMs = Math.min(PURGE_HOLD_MAX_MS, PURGE_HOLD_MS * 2 ** (failures - 1));
+    holds.set(kind, { until: Date.now() + holdMs, failures });
+    ctx.reportError(error, `the purge hook of ${kind} failed; retention takes its tasks up again in ${Math.round(holdMs / 1000)} s`, { definition: kind, taskIds });
+    return false;
+  }
 }
 
 /**

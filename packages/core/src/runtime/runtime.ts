@@ -32,7 +32,7 @@ import { DEFAULT_SCHEDULING, ticketsFor, dueTicket, windowTickets, type Scheduli
 import { ItemLogBuffer } from './item-log-buffer.ts';
 import { storableProblem } from './storable.ts';
 import type { RuntimeContext, WorkerSettings } from './context.ts';
-import { consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
+import { childLogger, consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
 import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
@@ -669,9 +669,21 @@ export class Fanout implements AsyncDisposable {
     return this.store.archiveTask(taskId);
   }
 
-  /** Deletes a finished task with its items and logs. Throws `not_found`, or `conflict` while it runs. */
-  deleteTask(taskId: string): Promise<void> {
-    return this.store.deleteTask(taskId);
+  /**
+   * Deletes a finished task with its items and logs. Throws `not_found`, or `conflict` while it
+   * runs. When its definition has a purge hook (`onPurge`), the task is first marked purged (never
+   * retried from then on), then the hook deletes the app's rows, then the task goes; a hook that
+   * fails fails the delete, leaving the task marked (retention, when set, finishes it; a delete
+   * asked again runs the hook again).
+   */
+  async deleteTask(taskId: string): Promise<void> {
+    const task = await this.store.getTask(taskId);
+    const definition = task ? this.#definitions.get(task.kind) : undefined;
+    if (task && definition?.onPurge && this.store.markPurged) {
+      await this.store.markPurged(taskId);
+      await definition.onPurge([taskId], { logger: childLogger(this.logger, taskFields(task)), signal: this.#shutdown.signal });
+    }
+    await this.store.deleteTask(taskId);
   }
 
   /** Recomputes a task's counters from its item rows and finishes it if every item is settled. */

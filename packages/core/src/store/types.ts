@@ -220,6 +220,8 @@ export interface PurgeResult {
   purged: boolean;
   /** The tasks the batch worked on (small tasks share a batch). */
   tasks?: string[];
+  /** The definition of each of `tasks`, in the same order. */
+  kinds?: string[];
 }
 
 /** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
@@ -647,9 +649,19 @@ export interface FanoutStore {
    * way, else of the oldest tasks of `kinds` (this process's definitions) that finished more than
    * `olderThanMs` ago, once their ending was announced and their fan-in ran. A task's `purgedAt`
    * is set by the batch that starts on it, so its details answer as gone from the first row
-   * deleted. Optional.
+   * deleted. A task stays under way (taken again by the next batches, first) until `finishPurge`:
+   * once nothing is left of it (`purged`), the runtime runs its definition's purge hook, then
+   * finishes it. Optional; a store that has it has `finishPurge` and `markPurged`.
    */
   purgeFinished?(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult>;
+  /** Ends the purge of tasks whose details `purgeFinished` deleted (their app's hook ran). */
+  finishPurge?(taskIds: readonly string[]): Promise<void>;
+  /**
+   * Marks a finished task's details as deleted (its `purgedAt`, and under way for retention),
+   * before its app's purge hook runs and the task is deleted: from then on it is never retried.
+   * Throws `not_found`, or `conflict` for an unfinished task.
+   */
+  markPurged?(taskId: string): Promise<void>;
   /**
    * Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. With
    * `maxRunningTasks` (a tenant's cap), a running task waiting its turn behind that many of its

@@ -1197,6 +1197,14 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const unfinished = await store.taskSummary({ kind, tenant, statuses: ['queued', 'running', 'stopping'] });
         expect(unfinished.byStatus).toEqual({ queued: 0, running: 1, stopping: 0, completed: 0, failed: 0, cancelled: 0 });
         await store.appendItemLogs([{ taskId: done.task.id, itemId: done.ids[0]!, attempt: 1, at: new Date(), message: 'kept' }]);
+        // Marked purged before an app's purge hook runs: a finished task only, and never retried after.
+        if (store.markPurged) {
+          await expect(store.markPurged(running.task.id)).rejects.toMatchObject({ code: 'conflict' });
+          await expect(store.markPurged(randomUUID())).rejects.toMatchObject({ code: 'not_found' });
+          await store.markPurged(done.task.id);
+          expect((await store.getTask(done.task.id))!.purgedAt).toBeInstanceOf(Date);
+          expect((await store.getTask(running.task.id))!.purgedAt).toBeNull();
+        }
         await store.deleteTask(done.task.id);
         expect(await store.getTask(done.task.id)).toBeNull();
         expect((await store.listItems(done.task.id, { limit: 10 })).rows).toEqual([]);

@@ -1,9 +1,9 @@
 // Retention: the items and item logs of tasks that finished long ago are deleted in bounded
 // batches; the task row (its counts, status and times) stays. A task is marked purged (`purged_at`,
-// and `purging` until its last batch) by the batch that starts on it, in the same transaction, so
-// its details answer as gone from the first deleted row. Its row is held FOR UPDATE SKIP LOCKED
-// while a batch goes: two processes purge different tasks, and a control on the task (a retry)
-// waits for the batch.
+// and `purging` until the runtime finishes it, once nothing is left of it and its app's purge hook
+// ran) by the batch that starts on it, in the same transaction, so its details answer as gone from
+// the first deleted row. Its row is held FOR UPDATE SKIP LOCKED while a batch goes: two processes
+// purge different tasks, and a control on the task (a retry) waits for the batch.
 import type { PurgeResult } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 
@@ -11,21 +11,19 @@ import type { PrismaQueryable } from '../prisma-like.ts';
 const TASKS_PER_BATCH = 100;
 
 /**
- * Deletes up to `limit` item rows and `limit` log rows, in `tx`: of the tasks whose purge is under
- * way, else of the oldest finished tasks of `kinds` whose details are older than `olderThanMs`, whose
+ * Deletes up to `limit` item rows and `limit` log rows, in `tx`: of the tasks of `kinds` whose purge
+ * is under way, else of the oldest finished tasks of `kinds` whose details are older than `olderThanMs`, whose
  * ending was announced and whose fan-in ran (as many, oldest first, as hold about `limit` items).
  * Tasks of other kinds are left to their own processes: their fan-in may not have run.
  */
 export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
-  let ids = (
-    await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM fanout_task WHERE purging AND status IN ('completed', 'failed', 'cancelled')
-      ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`
-  ).map((r) => r.id);
-  if (ids.length === 0) {
-    ids = (
-      await tx.$queryRaw<{ id: string }[]>`
-        SELECT t.id FROM fanout_task t
+  // (Of `kinds` only: the purge hook of another app's definition is not this process's to run.)
+  let tasks = await tx.$queryRaw<{ id: string; kind: string }[]>`
+    SELECT id, kind FROM fanout_task WHERE purging AND kind = ANY(${[...kinds]}::text[]) AND status IN ('completed', 'failed', 'cancelled')
+    ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`;
+  if (tasks.length === 0) {
+    tasks = await tx.$queryRaw<{ id: string; kind: string }[]>`
+        SELECT t.id, t.kind FROM fanout_task t
         WHERE t.id = ANY(ARRAY(
           SELECT id FROM (
             SELECT id, sum(total) OVER (ORDER BY completed_at, id) - total AS before
@@ -52,12 +50,12 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
           -- Read again under the lock: a retry may have reopened one meanwhile.
           AND t.purged_at IS NULL AND t.status IN ('completed', 'failed', 'cancelled')
         ORDER BY t.id
-        FOR UPDATE SKIP LOCKED`
-    ).map((r) => r.id);
-    if (ids.length === 0) return { taskId: null, deleted: 0, purged: false, tasks: [] };
+        FOR UPDATE SKIP LOCKED`;
+    if (tasks.length === 0) return { taskId: null, deleted: 0, purged: false, tasks: [], kinds: [] };
     // From this commit on, their details answer as gone (410), while the batches go.
-    await tx.$queryRaw`UPDATE fanout_task SET purged_at = now(), purging = true WHERE id = ANY(${ids}::uuid[]) RETURNING 1 AS marked`;
+    await tx.$queryRaw`UPDATE fanout_task SET purged_at = now(), purging = true WHERE id = ANY(${tasks.map((t) => t.id)}::uuid[]) RETURNING 1 AS marked`;
   }
+  const ids = tasks.map((t) => t.id);
   const [logs] = await tx.$queryRaw<{ n: number }[]>`
     WITH gone AS (
       DELETE FROM fanout_item_log WHERE id IN (SELECT id FROM fanout_item_log WHERE task_id = ANY(${ids}::uuid[]) LIMIT ${limit}::int)
@@ -70,10 +68,11 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
     SELECT count(*)::int AS n FROM gone`;
   const purged = logs!.n < limit && items!.n < limit;
   // (A finished task has no ready rows; one left behind goes with the last batch.)
-  if (purged) {
-    await tx.$queryRaw`
-      WITH ready AS (DELETE FROM fanout_ready WHERE task_id = ANY(${ids}::uuid[]))
-      UPDATE fanout_task SET purging = false WHERE id = ANY(${ids}::uuid[]) RETURNING id`;
-  }
-  return { taskId: ids[0]!, deleted: logs!.n + items!.n, purged, tasks: ids };
+  if (purged) await tx.$queryRaw`DELETE FROM fanout_ready WHERE task_id = ANY(${ids}::uuid[]) RETURNING 1 AS gone`;
+  return { taskId: ids[0]!, deleted: logs!.n + items!.n, purged, tasks: ids, kinds: tasks.map((t) => t.kind) };
+}
+
+/** Ends the purge of tasks whose details are gone and whose app's purge hook ran. */
+export async function finishPurge(tx: PrismaQueryable, taskIds: readonly string[]): Promise<void> {
+  await tx.$queryRaw`UPDATE fanout_task SET purging = false WHERE id = ANY(${[...taskIds]}::uuid[]) AND purging RETURNING 1 AS finished`;
 }

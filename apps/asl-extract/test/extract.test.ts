@@ -6,6 +6,7 @@ import { OfflineExtractor } from '../src/extract/offline.ts';
 import { OpenAiExtractor } from '../src/extract/openai.ts';
 import { studyDataSchema } from '../src/extract/study.ts';
 import { encrypt, renderPdf, samplePaperText } from '../src/library/sample.ts';
+import { FileStorage } from '../src/library/storage.ts';
 import { PdfReader } from '../src/pdf/text.ts';
 
 describe('reading papers', () => {
@@ -17,6 +18,15 @@ describe('reading papers', () => {
     await expect(reader.text(bytes.slice(0, 300))).rejects.toMatchObject({ name: 'PermanentError', code: 'corrupt_pdf' });
     await expect(reader.text(encrypt(bytes))).rejects.toMatchObject({ name: 'PermanentError', code: 'encrypted_pdf' });
     await expect(reader.text(new TextEncoder().encode('hello, not a pdf'))).rejects.toMatchObject({ code: 'corrupt_pdf' });
+  });
+
+  it('refuses a storage key that is not one, or that leaves the root, permanently (the same at every attempt)', async () => {
+    const storage = new FileStorage('/var/empty/asl-files');
+    for (const key of ['../etc/passwd', 'a/../../b', '/abs', 'spaces are not keys', '']) {
+      expect(() => storage.pathOf(key), key).toThrow(expect.objectContaining({ name: 'PermanentError', code: 'invalid_storage_key' }));
+      await expect(storage.size(key), key).rejects.toMatchObject({ name: 'PermanentError', code: 'invalid_storage_key' });
+    }
+    expect(storage.pathOf('docs/a.pdf')).toBe('/var/empty/asl-files/docs/a.pdf');
   });
 
   it('the offline extractor finds the study data and the span each value came from', async () => {

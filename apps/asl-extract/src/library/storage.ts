@@ -1,5 +1,6 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
+import { PermanentError } from '@fanout/core';
 
 const KEY = /^[a-z0-9][a-z0-9/_.-]{0,200}$/i;
 
@@ -19,10 +20,11 @@ export class FileStorage {
     return this.#path(key);
   }
 
+  // A key that is not one is the same at every attempt: permanent, not retried.
   #path(key: string): string {
-    if (!KEY.test(key) || key.includes('..')) throw new Error(`storage key: "${key}" is not a valid key`);
+    if (!KEY.test(key) || key.includes('..')) throw new PermanentError(`storage key: "${key}" is not a valid key`, { code: 'invalid_storage_key' });
     const path = resolve(join(this.root, key));
-    if (!path.startsWith(this.root + sep)) throw new Error(`storage key: "${key}" leaves the storage root`);
+    if (!path.startsWith(this.root + sep)) throw new PermanentError(`storage key: "${key}" leaves the storage root`, { code: 'invalid_storage_key' });
     return path;
   }
 

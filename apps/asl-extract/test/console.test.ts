@@ -344,4 +344,34 @@ describe('ASL operator console in Chromium', () => {
     expect(pageErrors(page)).toEqual([]);
     await context.close();
   });
+
+  it('loads the tasks past the first 50 from the keyboard, and puts the focus on the first of them when no page is left', async () => {
+    // 30 older finished tasks (rows only: no work), after the 30 of the first test: two pages.
+    await t.prisma.$executeRaw`
+      INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, summary, created_at, started_at, completed_at, dispatched_at)
+      SELECT gen_random_uuid(), 'asl_extract', 'team-a', '{"documentIds":[]}', 'completed', 1, 1, 1, 1, 1, 'an older batch', now() - interval '1 day' - g * interval '1 second',
+             now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+      FROM generate_series(1, 30) g`;
+    const total = (await apiTasks()).length;
+    expect(total).toBeGreaterThan(50);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await signedIn(context);
+    await page.locator('li.task-row').nth(49).waitFor();
+    expect(await page.locator('li.task-row').count()).toBe(50);
+    const more = page.getByRole('button', { name: 'Load more tasks' });
+    await more.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('li.task-row').nth(total - 1).waitFor();
+    expect(await more.count()).toBe(0);
+    const fifty = await page.locator('li.task-row').nth(50).getAttribute('data-task-id');
+    await waitFor(async () => ((await page.evaluate<string | null>("document.activeElement?.closest('li.task-row')?.getAttribute('data-task-id') ?? null")) === fifty ? true : null), {
+      timeoutMs: ACTION_MS,
+      message: 'focus on the first task the last page brought',
+      describe: () => page.evaluate<string>("(document.activeElement?.outerHTML ?? 'none').slice(0, 200)"),
+    });
+    await page.screenshot({ path: join(shots, '12-list-second-page.png') });
+    await expectAccessible(page, 'the list with its second page');
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
 });

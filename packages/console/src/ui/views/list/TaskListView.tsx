@@ -104,10 +104,13 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
   };
 
   // A cancelled task's button goes away, a row leaves the tab: focus goes to the task's link when
-  // its row is still there, else to the list's heading, instead of falling to the page.
+  // its row is still there, else to the list's heading, instead of falling to the page. "Load more
+  // tasks" goes away with the last page: focus goes to the first task it brought.
+  const moreFrom = useRef(0);
   const focusKeeper = useFocusKeeper(
     (place) =>
       (place.taskId ? document.querySelector<HTMLElement>(`li.task-row[data-task-id="${CSS.escape(place.taskId)}"] .task-link`) : null) ??
+      (place.element.classList.contains('load-more') ? document.querySelectorAll<HTMLElement>('li.task-row .task-link')[moreFrom.current] : null) ??
       document.getElementById('tasks-heading'),
   );
 
@@ -156,7 +159,15 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
         ) : null}
         {list.nextCursor ? (
           <div class="more">
-            <button type="button" disabled={list.loadingMore} onClick={() => void load(list.nextCursor)}>
+            <button
+              type="button"
+              class="load-more"
+              disabled={list.loadingMore}
+              onClick={() => {
+                moreFrom.current = tasks.length;
+                void load(list.nextCursor);
+              }}
+            >
               {list.loadingMore ? 'Loading…' : 'Load more tasks'}
             </button>
           </div>

@@ -90,12 +90,13 @@ export function aslExtract(options: AslOptions) {
     // Retention (or a delete) took the tasks' items, which its results are read through: their
     // extractions go too, a bounded batch at a time, so the table does not grow without end.
     async onPurge(taskIds, ctx) {
-      let deleted: number;
-      do {
+      // Until a statement finds none left (one that deletes fewer than a batch is not the proof).
+      for (;;) {
         ctx.signal.throwIfAborted();
-        deleted = await options.prisma.$executeRaw`
+        const deleted = await options.prisma.$executeRaw`
           DELETE FROM asl_extraction WHERE id IN (SELECT id FROM asl_extraction WHERE task_id = ANY(${[...taskIds]}::uuid[]) LIMIT ${PURGE_BATCH}::int)`;
-      } while (deleted === PURGE_BATCH);
+        if (deleted === 0) break;
+      }
     },
   });
 }

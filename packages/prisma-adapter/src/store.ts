@@ -39,6 +39,7 @@ import {
   type WorkerRecord,
   type MetricPoint,
   type SlotUsage,
+  type PurgeLease,
   type PurgeResult,
   type SqlExecutor,
 } from '@fanout/core';
@@ -273,9 +274,9 @@ export class PrismaFanoutStore implements FanoutStore {
     await controls.deleteTask(this.#db, taskId);
   }
 
-  async markPurged(taskId: string): Promise<void> {
+  async markPurged(taskId: string, lease: PurgeLease): Promise<void> {
     if (!isUuid(taskId)) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
-    await controls.markPurged(this.#db, taskId);
+    await retention.markPurged(this.#db, taskId, lease);
   }
 
   // -- reading for people ----------------------------------------------------------------------
@@ -398,12 +399,16 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#transaction((tx) => maintenance.reconcileTask(tx, taskId));
   }
 
-  async purgeFinished(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
-    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, kinds));
+  async purgeFinished(olderThanMs: number, limit: number, kinds: readonly string[], lease?: PurgeLease): Promise<PurgeResult> {
+    return this.#transaction((tx) => retention.purgeFinished(tx, olderThanMs, limit, kinds, lease));
   }
 
-  async finishPurge(taskIds: readonly string[]): Promise<void> {
-    if (taskIds.length > 0) await retention.finishPurge(this.#db, taskIds);
+  async finishPurge(taskIds: readonly string[], token: string): Promise<string[]> {
+    return taskIds.length > 0 ? retention.finishPurge(this.#db, taskIds, token) : [];
+  }
+
+  async holdPurge(taskIds: readonly string[], token: string, ms: number): Promise<string[]> {
+    return taskIds.length > 0 ? retention.holdPurge(this.#db, taskIds, token, ms) : [];
   }
 
   async reconcileCandidates(idleMs: number, limit: number, maxRunningTasks: number | null = null): Promise<string[]> {

@@ -157,7 +157,7 @@ describe('retention', () => {
         { kind: 'test_batch', purged: 3, purging: 3, items: 0 },
       ]);
       expect(await appRows(mine)).toBe(9);
-      expect(errors).toEqual([expect.stringContaining('the purge hook of test_batch failed')]);
+      expect(errors).toEqual(['the purge hook of test_batch']);
       // Held back for a while: the next pass does not call it again at once.
       await app.fanout.runMaintenance();
       expect(hook.calls).toHaveLength(1);
@@ -197,6 +197,85 @@ describe('retention', () => {
       expect((await app.fanout.getTask(running!.id))!.purgedAt).toBeNull();
     } finally {
       await app.close();
+    }
+  }, 60_000);
+
+  it('runs the purge hook in one process at a time: a run that fails after another process looked cannot end the purge, and a run a crash cut short is taken up again', async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    // Two processes of the same app; A's hook waits until the test lets it fail.
+    let letAFail!: () => void;
+    const aMayFail = new Promise<void>((resolve) => (letAFail = resolve));
+    let aStarted!: () => void;
+    const aRunning = new Promise<void>((resolve) => (aStarted = resolve));
+    const calls: string[] = [];
+    const processOf = (name: 'A' | 'B') => {
+      let app: ReturnType<typeof createAppRuntime>;
+      const definition = {
+        ...testDefinition(),
+        async onPurge(taskIds: readonly string[]) {
+          calls.push(name);
+          if (name === 'A') {
+            aStarted();
+            await aMayFail;
+            throw new Error('A lost its database connection');
+          }
+          await app.prisma.$executeRaw`DELETE FROM app_row WHERE task_id = ANY(${[...taskIds]}::uuid[])`;
+        },
+      };
+      app = createAppRuntime({ databaseUrl: db.url, definitions: [definition], maintenance: { intervalMs: 3_600_000, retentionMs: DAY } });
+      app.fanout.events.on('error', () => {});
+      return app;
+    };
+    const a = processOf('A');
+    const b = processOf('B');
+    try {
+      await a.fanout.start({ managers: false, children: false, maintenance: false });
+      await b.fanout.start({ managers: false, children: false, maintenance: false });
+      await a.prisma.$executeRaw`CREATE TABLE app_row (task_id uuid NOT NULL, n int NOT NULL)`;
+      const [task] = await a.prisma.$queryRaw<{ id: string }[]>`
+        WITH t AS (
+          INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+          VALUES (gen_random_uuid(), 'test_batch', 't', '{}', 'completed', 2, 2, 1, 1, 1, now() - interval '3 days', now() - interval '2 days', now() - interval '3 days') RETURNING id),
+        i AS (INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, attempts) SELECT gen_random_uuid(), t.id, s, 'k' || s, '{}', 'succeeded', 1 FROM t, generate_series(0, 1) s),
+        r AS (INSERT INTO app_row SELECT t.id, n FROM t, generate_series(1, 6) n)
+        SELECT id::text FROM t`;
+      const taskState = async () => (await a.prisma.$queryRaw<{ purging: boolean; rows: number }[]>`SELECT purging, (SELECT count(*)::int FROM app_row) AS rows FROM fanout_task WHERE id = ${task!.id}::uuid`)[0]!;
+
+      // A's pass deletes the items and runs its hook; meanwhile B's pass finds nothing to do.
+      const aPass = a.fanout.runMaintenance();
+      await aRunning;
+      await b.fanout.runMaintenance();
+      expect(calls).toEqual(['A']);
+      // A fails: the purge is not ended, and the task is held back a while from every process.
+      letAFail();
+      await aPass;
+      expect(await taskState()).toEqual({ purging: true, rows: 6 });
+      await b.fanout.runMaintenance();
+      expect(calls).toEqual(['A']);
+      // Once the hold lapses, B runs its hook and ends the purge.
+      await waitFor(
+        async () => {
+          await b.fanout.runMaintenance();
+          return !(await taskState()).purging;
+        },
+        { timeoutMs: 30_000, message: 'B ended the purge' },
+      );
+      expect(calls).toEqual(['A', 'B']);
+      expect(await taskState()).toEqual({ purging: false, rows: 0 });
+
+      // A process that crashed after a batch took the end of a purge (its lease, then no hook):
+      // once its lease lapses, another process runs the hook.
+      await a.prisma.$executeRaw`INSERT INTO app_row VALUES (${task!.id}::uuid, 7)`;
+      await a.prisma.$executeRaw`UPDATE fanout_task SET purging = true, purge_token = gen_random_uuid(), purge_lease_until = now() + interval '1 hour' WHERE id = ${task!.id}::uuid`;
+      await b.fanout.runMaintenance();
+      expect(calls).toEqual(['A', 'B']);
+      await a.prisma.$executeRaw`UPDATE fanout_task SET purge_lease_until = now() - interval '1 second' WHERE id = ${task!.id}::uuid`;
+      await b.fanout.runMaintenance();
+      expect(calls).toEqual(['A', 'B', 'B']);
+      expect(await taskState()).toEqual({ purging: false, rows: 0 });
+    } finally {
+      await a.close();
+      await b.close();
     }
   }, 60_000);
 

@@ -76,7 +76,7 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
   await timed('fanIn', () => runFanIns(ctx, null, kinds, settings.fanInLeaseMs));
   const { retentionMs } = settings;
-  if (retentionMs !== null && ctx.store.purgeFinished) await timed('retention', () => purgeFinished(ctx, retentionMs, kinds));
+  if (retentionMs !== null && ctx.store.purgeFinished) await timed('retention', () => purgeFinished(ctx, settings, retentionMs, kinds));
   // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
   if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
 
@@ -157,7 +157,11 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
   }
 }
 
-/** A definition whose purge hook failed is left out of retention this long (doubled per failure in a row, up to `PURGE_HOLD_MAX_MS`). */
+/**
+ * A definition whose purge hook failed is left out of this process's retention, and the tasks it
+ * failed on are held back from every process's, this long (doubled per failure in a row, up to
+ * `PURGE_HOLD_MAX_MS`).
+ */
 const PURGE_HOLD_MS = 5_000;
 const PURGE_HOLD_MAX_MS = 300_000;
 
@@ -166,57 +170,95 @@ const purgeHolds = new WeakMap<RuntimeContext, Map<string, { until: number; fail
 
 /**
  * Retention: the items and logs of tasks finished long ago, in bounded batches. Once nothing is
- * left of a batch's tasks, their definitions' purge hooks run, and only the tasks whose hook
- * succeeded (or that have none) are finished: the others stay under way, taken again first by a
- * later batch. A definition whose hook failed is left out for a while (backing off), so that it
- * does not hold up the others' retention.
+ * left of a batch's tasks, those of definitions with a purge hook are held under a lease (as a
+ * fan-in is) while their hook runs, and their purge ends only once it succeeded, by the lease's
+ * holder: a hook that fails, or a process that crashes, leaves them under way for a later batch.
+ * A definition whose hook failed is left out for a while, so that it does not hold up the others.
  */
-async function purgeFinished(ctx: RuntimeContext, retentionMs: number, kinds: readonly string[]): Promise<void> {
+async function purgeFinished(ctx: RuntimeContext, settings: MaintenanceSettings, retentionMs: number, kinds: readonly string[]): Promise<void> {
   const started = performance.now();
   let holds = purgeHolds.get(ctx);
   if (!holds) purgeHolds.set(ctx, (holds = new Map()));
+  const hooked = new Set(kinds.filter((kind) => ctx.definition(kind).onPurge));
   do {
     const now = Date.now();
     const open = kinds.filter((kind) => (holds.get(kind)?.until ?? 0) <= now);
     if (open.length === 0) break;
-    const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, open);
+    // (The lease is taken only when a batch's definitions have a hook; without, the batch ends the purge.)
+    const token = randomUUID();
+    const lease = open.some((kind) => hooked.has(kind)) ? { token, ms: settings.fanInLeaseMs } : undefined;
+    const purge = await ctx.store.purgeFinished!(retentionMs, PURGE_BATCH, open, lease);
     if (purge.taskId === null) break;
     if (!purge.purged) continue;
     const taskIds = purge.tasks ?? [purge.taskId];
+    if (!lease) {
+      ctx.logger.info('retention deleted the items of finished tasks', { taskIds });
+      continue;
+    }
     const byKind = new Map<string, string[]>();
     for (const [i, id] of taskIds.entries()) {
       // (A store that does not say the kinds: each task's is read.)
       const kind = purge.kinds?.[i] ?? (await ctx.store.getTask(id))?.kind;
       if (kind !== undefined) byKind.set(kind, [...(byKind.get(kind) ?? []), id]);
     }
-    const finished: string[] = [];
     for (const [kind, ids] of byKind) {
-      if (await runPurgeHook(ctx, kind, ids, holds)) finished.push(...ids);
-    }
-    if (finished.length > 0) {
-      await ctx.store.finishPurge?.(finished);
-      ctx.logger.info('retention deleted the items of finished tasks', { taskIds: finished });
+      if (!(await runPurgeHook(ctx, kind, ids, { token, ms: settings.fanInLeaseMs }, holds))) continue;
+      const ended = (await ctx.store.finishPurge?.(ids, token)) ?? ids;
+      if (ended.length > 0) ctx.logger.info('retention deleted the items of finished tasks', { definition: kind, taskIds: ended });
+      if (ended.length < ids.length) ctx.logger.warn('the purge hook ran, but its lease had passed to another process, which runs it again', { definition: kind, taskIds: ids.filter((id) => !ended.includes(id)) });
     }
   } while (performance.now() - started < PURGE_PASS_MS);
 }
 
 /**
- * Runs the purge hook of `kind`'s definition on tasks whose details are gone; resolves whether it
- * succeeded (true when there is none). A failure is reported and holds the definition's purges back.
+ * Runs `kind`'s purge hook on tasks held under `lease`, renewing the lease while it runs (its
+ * signal aborts when the lease is lost); resolves whether it succeeded (true when there is none).
+ * A failure is reported, and holds the tasks back from every process and the definition from this
+ * one's retention for a while.
  */
-async function runPurgeHook(ctx: RuntimeContext, kind: string, taskIds: string[], holds: Map<string, { until: number; failures: number }>): Promise<boolean> {
+async function runPurgeHook(
+  ctx: RuntimeContext,
+  kind: string,
+  taskIds: string[],
+  lease: { token: string; ms: number },
+  holds: Map<string, { until: number; failures: number }>,
+): Promise<boolean> {
   const definition = ctx.definition(kind);
   if (!definition.onPurge) return true;
   try {
-    await definition.onPurge(taskIds, { logger: childLogger(ctx.logger, { definition: kind }), signal: ctx.shutdown });
+    await withPurgeLease(ctx, taskIds, lease, (signal) => definition.onPurge!(taskIds, { logger: childLogger(ctx.logger, { definition: kind }), signal }));
     holds.delete(kind);
     return true;
   } catch (error) {
     const failures = (holds.get(kind)?.failures ?? 0) + 1;
     const holdMs = Math.min(PURGE_HOLD_MAX_MS, PURGE_HOLD_MS * 2 ** (failures - 1));
     holds.set(kind, { until: Date.now() + holdMs, failures });
-    ctx.reportError(error, `the purge hook of ${kind} failed; retention takes its tasks up again in ${Math.round(holdMs / 1000)} s`, { definition: kind, taskIds });
+    await ctx.store.holdPurge?.(taskIds, lease.token, holdMs).catch(() => {
+      // Not held back: the lease lapses on its own.
+    });
+    ctx.reportError(error, `the purge hook of ${kind}`, { definition: kind, taskIds, retryInMs: holdMs });
     return false;
+  }
+}
+
+/** Runs `run` while the purge of `taskIds` is held under `lease`, renewed every third of it; its signal aborts when the lease is lost or the runtime stops. */
+export async function withPurgeLease(ctx: RuntimeContext, taskIds: readonly string[], lease: { token: string; ms: number }, run: (signal: AbortSignal) => Promise<void> | void): Promise<void> {
+  const lost = new AbortController();
+  const renew = setInterval(() => {
+    ctx.store.holdPurge?.(taskIds, lease.token, lease.ms).then(
+      (held) => {
+        if (held.length < taskIds.length) lost.abort(new FanoutError('aborted', `the purge lease of tasks ${taskIds.join(', ')} was lost`));
+      },
+      () => {
+        // A failed renewal is tried again at the next tick; the lease covers two missed ones.
+      },
+    );
+  }, Math.max(100, Math.floor(lease.ms / 3)));
+  renew.unref();
+  try {
+    await run(AbortSignal.any([ctx.shutdown, lost.signal]));
+  } finally {
+    clearInterval(renew);
   }
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
 import type { z } from 'zod';
 import { resolveLimits, type AnyFanoutDefinition, type FanoutDefinition } from '../define/define-fanout.ts';
@@ -35,7 +36,7 @@ import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { childLogger, consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
-import { maintenancePass, retentionMargin, type MaintenanceSettings } from './maintenance.ts';
+import { maintenancePass, retentionMargin, withPurgeLease, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
 import { uuidv7 } from '../store/ids.ts';
@@ -671,17 +672,30 @@ export class Fanout implements AsyncDisposable {
 
   /**
    * Deletes a finished task with its items and logs. Throws `not_found`, or `conflict` while it
-   * runs. When its definition has a purge hook (`onPurge`), the task is first marked purged (never
-   * retried from then on), then the hook deletes the app's rows, then the task goes; a hook that
-   * fails fails the delete, leaving the task marked (retention, when set, finishes it; a delete
-   * asked again runs the hook again).
+   * runs. When its definition (registered in this process) has a purge hook (`onPurge`), the task
+   * is first marked purged (never retried from then on) and held while the hook deletes the app's
+   * rows, then the task goes; a hook that fails fails the delete, and leaves the task marked (a
+   * delete asked again runs the hook again; so does retention, when set, which then ends its purge
+   * and keeps its row).
    */
   async deleteTask(taskId: string): Promise<void> {
     const task = await this.store.getTask(taskId);
     const definition = task ? this.#definitions.get(task.kind) : undefined;
-    if (task && definition?.onPurge && this.store.markPurged) {
-      await this.store.markPurged(taskId);
-      await definition.onPurge([taskId], { logger: childLogger(this.logger, taskFields(task)), signal: this.#shutdown.signal });
+    if (task && definition?.onPurge) {
+      const context = (signal: AbortSignal) => ({ logger: childLogger(this.logger, taskFields(task)), signal });
+      if (this.store.markPurged) {
+        const lease = { token: randomUUID(), ms: this.#maintenance.fanInLeaseMs };
+        await this.store.markPurged(taskId, lease);
+        try {
+          await withPurgeLease(this.#ctx, [taskId], lease, (signal) => definition.onPurge!([taskId], context(signal)));
+        } catch (error) {
+          // Let it go at once: a delete asked again, or retention, takes it up.
+          await this.store.holdPurge?.([taskId], lease.token, 0).catch(() => {});
+          throw error;
+        }
+      } else {
+        await definition.onPurge([taskId], context(this.#shutdown.signal));
+      }
     }
     await this.store.deleteTask(taskId);
   }

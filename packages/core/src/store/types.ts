@@ -224,6 +224,12 @@ export interface PurgeResult {
   kinds?: string[];
 }
 
+/** A process's hold on the end of a purge (its app's purge hook runs under it): an owner token and a length. */
+export interface PurgeLease {
+  token: string;
+  ms: number;
+}
+
 /** What a job of the scheduler asks for: the next items of a tenant's running tasks, in turn. */
 export interface ClaimNextQuery {
   kind: string;
@@ -645,23 +651,27 @@ export interface FanoutStore {
   /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
   /**
-   * Retention: deletes up to `limit` item rows (and as many item logs) of tasks whose purge is under
-   * way, else of the oldest tasks of `kinds` (this process's definitions) that finished more than
-   * `olderThanMs` ago, once their ending was announced and their fan-in ran. A task's `purgedAt`
-   * is set by the batch that starts on it, so its details answer as gone from the first row
-   * deleted. A task stays under way (taken again by the next batches, first) until `finishPurge`:
-   * once nothing is left of it (`purged`), the runtime runs its definition's purge hook, then
-   * finishes it. Optional; a store that has it has `finishPurge` and `markPurged`.
+   * Retention: deletes up to `limit` item rows (and as many item logs) of tasks of `kinds` (this
+   * process's definitions) whose purge is under way and not held, else of the oldest tasks of
+   * `kinds` that finished more than `olderThanMs` ago, once their ending was announced and their
+   * fan-in ran. A task's `purgedAt` is set by the batch that starts on it, so its details answer as
+   * gone from the first row deleted. Once nothing is left of the batch's tasks (`purged`), it ends
+   * their purge; with `lease` (their definition has a purge hook) it holds them under it instead,
+   * still under way, until `finishPurge` with its token. Optional; a store that has it has
+   * `finishPurge`, `holdPurge` and `markPurged`.
    */
-  purgeFinished?(olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult>;
-  /** Ends the purge of tasks whose details `purgeFinished` deleted (their app's hook ran). */
-  finishPurge?(taskIds: readonly string[]): Promise<void>;
+  purgeFinished?(olderThanMs: number, limit: number, kinds: readonly string[], lease?: PurgeLease): Promise<PurgeResult>;
+  /** Ends the purge of tasks held under `token` (their app's purge hook ran); resolves the ids it ended. */
+  finishPurge?(taskIds: readonly string[], token: string): Promise<string[]>;
+  /** Holds the purge of tasks held under `token` for `ms` more from now (0 lets them go); resolves the ids still held. */
+  holdPurge?(taskIds: readonly string[], token: string, ms: number): Promise<string[]>;
   /**
-   * Marks a finished task's details as deleted (its `purgedAt`, and under way for retention),
-   * before its app's purge hook runs and the task is deleted: from then on it is never retried.
-   * Throws `not_found`, or `conflict` for an unfinished task.
+   * Marks a finished task's details as deleted (its `purgedAt`, and its purge under way, held
+   * under `lease`), before its app's purge hook runs and the task is deleted: from then on it is
+   * never retried. Throws `not_found`, or `conflict` for an unfinished task or one whose purge
+   * another process holds.
    */
-  markPurged?(taskId: string): Promise<void>;
+  markPurged?(taskId: string, lease: PurgeLease): Promise<void>;
   /**
    * Tasks for the maintenance loop to reconcile: not finished, and untouched for `idleMs`. With
    * `maxRunningTasks` (a tenant's cap), a running task waiting its turn behind that many of its

@@ -1199,9 +1199,12 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.appendItemLogs([{ taskId: done.task.id, itemId: done.ids[0]!, attempt: 1, at: new Date(), message: 'kept' }]);
         // Marked purged before an app's purge hook runs: a finished task only, and never retried after.
         if (store.markPurged) {
-          await expect(store.markPurged(running.task.id)).rejects.toMatchObject({ code: 'conflict' });
-          await expect(store.markPurged(randomUUID())).rejects.toMatchObject({ code: 'not_found' });
-          await store.markPurged(done.task.id);
+          const lease = () => ({ token: randomUUID(), ms: LEASE });
+          await expect(store.markPurged(running.task.id, lease())).rejects.toMatchObject({ code: 'conflict' });
+          await expect(store.markPurged(randomUUID(), lease())).rejects.toMatchObject({ code: 'not_found' });
+          await store.markPurged(done.task.id, lease());
+          // Held by that delete: another is refused while it holds it.
+          await expect(store.markPurged(done.task.id, lease())).rejects.toMatchObject({ code: 'conflict' });
           expect((await store.getTask(done.task.id))!.purgedAt).toBeInstanceOf(Date);
           expect((await store.getTask(running.task.id))!.purgedAt).toBeNull();
         }
@@ -1210,6 +1213,54 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect((await store.listItems(done.task.id, { limit: 10 })).rows).toEqual([]);
         expect(await store.itemLogs(done.task.id, done.ids[0]!, 10)).toEqual([]);
         await expect(store.deleteTask(done.task.id)).rejects.toMatchObject({ code: 'not_found' });
+      });
+
+      it('retention: purges finished tasks of the given kinds; with a lease, holds their end for the purge hook, ended by the holder only', async () => {
+        if (!store.purgeFinished || !store.finishPurge || !store.holdPurge) return;
+        const hooked = `purge_${randomUUID().slice(0, 8)}`;
+        const plain = `purge_${randomUUID().slice(0, 8)}`;
+        const finished = async (n: number, k: string) => {
+          const d = await dispatched(n, { kind: k });
+          const token = randomUUID();
+          await store.claimItems(d.ids, token, LEASE);
+          await store.settleItems(d.ids.map((id) => outcome(id, token)));
+          await endingDelivered(d.task.id);
+          return d.task.id;
+        };
+        const a = await finished(3, hooked);
+        const b = await finished(2, plain);
+        const lease = () => ({ token: randomUUID(), ms: 60_000 });
+        // (olderThanMs 0: every task finished before the batch is due.)
+        const first = lease();
+        expect(await store.purgeFinished(0, 1000, [hooked], first)).toEqual({ taskId: a, deleted: 3, purged: true, tasks: [a], kinds: [hooked] });
+        expect((await store.getTask(a))!.purgedAt).toBeInstanceOf(Date);
+        expect(await itemIds(a)).toEqual([]);
+        expect(await itemIds(b)).toHaveLength(2);
+        // Held: other batches pass it over, and only the holder ends it.
+        expect(await store.purgeFinished(0, 1000, [hooked], lease())).toMatchObject({ taskId: null });
+        expect(await store.finishPurge([a], randomUUID())).toEqual([]);
+        // Let go (its hook failed, or its process left it): taken up again by another holder; the first can no longer end it.
+        expect(await store.holdPurge([a], first.token, 0)).toEqual([a]);
+        const second = lease();
+        expect(await store.purgeFinished(0, 1000, [hooked], second)).toEqual({ taskId: a, deleted: 0, purged: true, tasks: [a], kinds: [hooked] });
+        expect(await store.finishPurge([a], first.token)).toEqual([]);
+        expect(await store.holdPurge([a], first.token, 60_000)).toEqual([]);
+        expect(await store.finishPurge([a], second.token)).toEqual([a]);
+        expect(await store.purgeFinished(0, 1000, [hooked], lease())).toMatchObject({ taskId: null });
+        // Without a lease, the batch ends the purge itself.
+        expect(await store.purgeFinished(0, 1000, [plain])).toMatchObject({ taskId: b, purged: true, tasks: [b], kinds: [plain] });
+        expect(await store.purgeFinished(0, 1000, [plain])).toMatchObject({ taskId: null });
+        expect((await store.getTask(b))!.purgedAt).toBeInstanceOf(Date);
+        // A task a delete holds (markPurged) is passed over by retention until the lease lapses.
+        if (store.markPurged) {
+          const c = await finished(1, hooked);
+          const mark = lease();
+          await store.markPurged(c, mark);
+          expect(await store.purgeFinished(0, 1000, [hooked], lease())).toMatchObject({ taskId: null });
+          expect(await store.holdPurge([c], mark.token, 0)).toEqual([c]);
+          expect(await store.purgeFinished(0, 1000, [hooked], lease())).toMatchObject({ taskId: c, deleted: 1, purged: true });
+          await store.deleteTask(c);
+        }
       });
 
       it('counts items by state from the rows: queued, waiting for a retry (with the soonest retry), running, settled, retryable failures', async () => {

@@ -28,6 +28,10 @@ export const FANOUT_MIGRATIONS: readonly FanoutMigration[] = [
   { name: '20261203000000_fanout_claims', probe: `to_regclass('fanout_claim_kind_tenant_idx') IS NOT NULL` },
   { name: '20261204000000_fanout_retention', probe: `to_regclass('fanout_task_fanin_due_idx') IS NOT NULL` },
   { name: '20261204010000_fanout_retention_by_kind', probe: `to_regclass('fanout_task_retention_kind_idx') IS NOT NULL` },
+  {
+    name: '20261205000000_fanout_purge_hook',
+    probe: `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fanout_task') AND attname = 'purge_lease_until' AND NOT attisdropped)`,
+  },
 ];
 
 /** One query answering every probe at once: a boolean column `m<i>` per migration. */

@@ -208,18 +208,6 @@ export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<v
   if (rows.length === 0) await unfinishedOrMissing(db, taskId, 'deleted');
 }
 
-/**
- * Marks a finished task's details as deleted, before its app's purge hook runs and the task is
- * deleted: `purged_at` (kept when retention set it), which refuses a retry under the task's lock,
- * and `purging`, so that retention finishes it should the delete not follow.
- */
-export async function markPurged(db: PrismaQueryable, taskId: string): Promise<void> {
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    UPDATE fanout_task SET purged_at = coalesce(purged_at, now()), purging = true
-    WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled') RETURNING id`;
-  if (rows.length === 0) await unfinishedOrMissing(db, taskId, 'deleted');
-}
-
 async function unfinishedOrMissing(db: PrismaQueryable, taskId: string, what: string): Promise<never> {
   const [task] = await db.$queryRaw<{ status: string }[]>`SELECT status FROM fanout_task WHERE id = ${taskId}::uuid`;
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });

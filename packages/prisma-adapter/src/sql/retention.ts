@@ -1,10 +1,13 @@
 // Retention: the items and item logs of tasks that finished long ago are deleted in bounded
 // batches; the task row (its counts, status and times) stays. A task is marked purged (`purged_at`,
-// and `purging` until the runtime finishes it, once nothing is left of it and its app's purge hook
-// ran) by the batch that starts on it, in the same transaction, so its details answer as gone from
-// the first deleted row. Its row is held FOR UPDATE SKIP LOCKED while a batch goes: two processes
-// purge different tasks, and a control on the task (a retry) waits for the batch.
-import type { PurgeResult } from '@fanout/core';
+// and `purging` until its purge ends) by the batch that starts on it, in the same transaction, so
+// its details answer as gone from the first deleted row. Its row is held FOR UPDATE SKIP LOCKED
+// while a batch goes: two processes delete the rows of different tasks, and a control on the task
+// (a retry) waits for the batch. Once nothing is left of a task, the batch ends its purge, or, when
+// the runtime asks for a lease (its app has a purge hook), hands it the purge's end: the task stays
+// `purging` under the lease's token, which other batches pass over until it lapses, and only the
+// token's holder ends it (`finishPurge`) once the hook ran.
+import { FanoutError, type PurgeLease, type PurgeResult } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 
 /** Tasks one batch takes at most: small tasks share a batch, up to its limit of rows. */
@@ -14,12 +17,15 @@ const TASKS_PER_BATCH = 100;
  * Deletes up to `limit` item rows and `limit` log rows, in `tx`: of the tasks of `kinds` whose purge
  * is under way, else of the oldest finished tasks of `kinds` whose details are older than `olderThanMs`, whose
  * ending was announced and whose fan-in ran (as many, oldest first, as hold about `limit` items).
- * Tasks of other kinds are left to their own processes: their fan-in may not have run.
+ * Tasks of other kinds are left to their own processes: their fan-in may not have run, and their
+ * purge hook is not this process's to run. With `lease`, the tasks the batch leaves with nothing
+ * are held under it, their purge left to `finishPurge`; without, the batch ends their purge.
  */
-export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, kinds: readonly string[]): Promise<PurgeResult> {
-  // (Of `kinds` only: the purge hook of another app's definition is not this process's to run.)
+export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, limit: number, kinds: readonly string[], lease?: PurgeLease): Promise<PurgeResult> {
   let tasks = await tx.$queryRaw<{ id: string; kind: string }[]>`
-    SELECT id, kind FROM fanout_task WHERE purging AND kind = ANY(${[...kinds]}::text[]) AND status IN ('completed', 'failed', 'cancelled')
+    SELECT id, kind FROM fanout_task
+    WHERE purging AND kind = ANY(${[...kinds]}::text[]) AND status IN ('completed', 'failed', 'cancelled')
+      AND (purge_lease_until IS NULL OR purge_lease_until < clock_timestamp())
     ORDER BY completed_at LIMIT ${TASKS_PER_BATCH}::int FOR UPDATE SKIP LOCKED`;
   if (tasks.length === 0) {
     tasks = await tx.$queryRaw<{ id: string; kind: string }[]>`
@@ -68,11 +74,55 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
     SELECT count(*)::int AS n FROM gone`;
   const purged = logs!.n < limit && items!.n < limit;
   // (A finished task has no ready rows; one left behind goes with the last batch.)
-  if (purged) await tx.$queryRaw`DELETE FROM fanout_ready WHERE task_id = ANY(${ids}::uuid[]) RETURNING 1 AS gone`;
+  if (purged) {
+    await tx.$queryRaw`
+      WITH ready AS (DELETE FROM fanout_ready WHERE task_id = ANY(${ids}::uuid[]))
+      UPDATE fanout_task
+      SET purging = ${lease !== undefined}, purge_token = ${lease?.token ?? null}::uuid,
+          purge_lease_until = CASE WHEN ${lease !== undefined} THEN clock_timestamp() + ${lease?.ms ?? 0}::int * interval '1 millisecond' END
+      WHERE id = ANY(${ids}::uuid[]) RETURNING id`;
+  }
   return { taskId: ids[0]!, deleted: logs!.n + items!.n, purged, tasks: ids, kinds: tasks.map((t) => t.kind) };
 }
 
-/** Ends the purge of tasks whose details are gone and whose app's purge hook ran. */
-export async function finishPurge(tx: PrismaQueryable, taskIds: readonly string[]): Promise<void> {
-  await tx.$queryRaw`UPDATE fanout_task SET purging = false WHERE id = ANY(${[...taskIds]}::uuid[]) AND purging RETURNING 1 AS finished`;
+/** Ends the purge of tasks held under `token` (their app's purge hook ran); resolves the ids it ended. */
+export async function finishPurge(db: PrismaQueryable, taskIds: readonly string[], token: string): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET purging = false, purge_token = NULL, purge_lease_until = NULL
+    WHERE id = ANY(${[...taskIds]}::uuid[]) AND purging AND purge_token = ${token}::uuid RETURNING id::text`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Holds the purge of tasks held under `token` for `ms` more from now: renews the lease while the
+ * hook runs, holds them back after it failed, or (0) lets them go. Resolves the ids still held.
+ */
+export async function holdPurge(db: PrismaQueryable, taskIds: readonly string[], token: string, ms: number): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET purge_lease_until = clock_timestamp() + ${ms}::int * interval '1 millisecond'
+    WHERE id = ANY(${[...taskIds]}::uuid[]) AND purging AND purge_token = ${token}::uuid RETURNING id::text`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Marks a finished task's details as deleted, before its app's purge hook runs and the task is
+ * deleted: `purged_at` (kept when retention set it), which refuses a retry under the task's lock,
+ * and `purging` under `lease`, so that retention (should the delete not follow) ends it once the
+ * lease lapses. A purge another process holds is a conflict.
+ */
+export async function markPurged(db: PrismaQueryable, taskId: string, lease: PurgeLease): Promise<void> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task
+    SET purged_at = coalesce(purged_at, now()), purging = true, purge_token = ${lease.token}::uuid,
+        purge_lease_until = clock_timestamp() + ${lease.ms}::int * interval '1 millisecond'
+    WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled')
+      AND (NOT purging OR purge_lease_until IS NULL OR purge_lease_until < clock_timestamp())
+    RETURNING id`;
+  if (rows.length > 0) return;
+  const [task] = await db.$queryRaw<{ status: string; purging: boolean }[]>`SELECT status, purging FROM fanout_task WHERE id = ${taskId}::uuid`;
+  if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+  if (task.purging && ['completed', 'failed', 'cancelled'].includes(task.status)) {
+    throw new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, { field: 'taskId' });
+  }
+  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`);
 }

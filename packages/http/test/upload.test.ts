@@ -50,5 +50,33 @@ describe('uploads', () => {
     expect(((await stray.json()) as { error: { issues: { field: string }[] } }).error.issues[0]!.field).toBe('body.mapping');
     const broken = await post('--nope\r\ncontent-disposition: form-data; name="file"\r\n', { 'content-type': 'multipart/form-data; boundary=nope' });
     expect(broken.status).toBe(400);
+    const noBoundary = await post('x', { 'content-type': 'multipart/form-data' });
+    expect(noBoundary.status).toBe(400);
+    expect(((await noBoundary.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues).toEqual([
+      expect.objectContaining({ field: 'headers.content-type', rule: 'invalid_multipart' }),
+    ]);
+  });
+
+  // Each of these rejected the file's write unheard, and Node ends a process on an unhandled
+  // rejection: one request took down the API process of every tenant (vitest fails the run on one).
+  it('answers 400 to a body cut short inside its file, and to a client that goes away mid-file, keeping nothing', async () => {
+    const before = readdirSync(dir).length;
+    const cut = await post('--B\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nx,y\n1,2\n', { 'content-type': 'multipart/form-data; boundary=B' });
+    expect(cut.status).toBe(400);
+    expect(((await cut.json()) as { error: { issues: { rule: string }[] } }).error.issues[0]!.rule).toBe('invalid_multipart');
+
+    const encoder = new TextEncoder();
+    const gone = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode('--B\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n'));
+        controller.enqueue(new Uint8Array(80 * 1024).fill(0x61));
+      },
+      pull(controller) {
+        controller.error(new Error('aborted'));
+      },
+    });
+    const res = await app.request('/upload', { method: 'POST', body: gone, headers: { 'content-type': 'multipart/form-data; boundary=B' }, duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(400);
+    expect(readdirSync(dir).length).toBe(before);
   });
 });

@@ -54,8 +54,17 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   const fields: Record<string, string> = {};
   const received: { file?: ReceivedFile } = {};
   let failure: HttpError | null = null;
-  const parser = busboy({ headers: { 'content-type': type }, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024 } });
-  const writes: Promise<void>[] = [];
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: { 'content-type': type }, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024 } });
+  } catch (error) {
+    // A multipart type without its boundary, say.
+    throw issue(400, 'headers.content-type', 'invalid_multipart', `not a usable multipart/form-data type (${(error as Error).message})`);
+  }
+  // Each file's write, settled (never left to reject unheard: a body cut short fails the file's
+  // stream too, and an unhandled rejection ends the process), and the file's stream.
+  const writes: Promise<PromiseSettledResult<void>>[] = [];
+  const files: Readable[] = [];
   parser.on('field', (name, value, info) => {
     if (!(options.fields ?? []).includes(name)) failure ??= issue(400, `body.${name}`, 'unrecognized_field', `not a field of this upload (expected ${[fieldName, ...(options.fields ?? [])].join(', ')})`);
     else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
@@ -81,18 +90,21 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     // A name is shown and stored as text: control characters (NUL among them) are refused.
     // eslint-disable-next-line no-control-regex
     if (/[\u0000-\u001f\u007f]/.test(filename)) failure ??= issue(400, `body.${fieldName}.filename`, 'invalid_filename', 'the file name must not contain control characters');
-    writes.push(
-      pipeline(stream, createWriteStream(path)).then(() => {
-        received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
-      }),
-    );
+    files.push(stream);
+    const write = pipeline(stream, createWriteStream(path)).then(() => {
+      received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
+    });
+    writes.push(write.then(() => ({ status: 'fulfilled', value: undefined }), (reason: unknown) => ({ status: 'rejected', reason })));
   });
+  const unreadable = (error: unknown) => issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
   try {
     await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), parser);
-    await Promise.all(writes);
   } catch (error) {
-    failure ??= issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
+    failure ??= unreadable(error);
+    // The body is cut short or gone (the client went away): a file being written stops here.
+    for (const file of files) file.destroy(error as Error);
   }
+  for (const write of await Promise.all(writes)) if (write.status === 'rejected') failure ??= unreadable(write.reason);
   if (failure || !received.file) {
     await rm(path, { force: true });
     throw failure ?? issue(400, `body.${fieldName}`, 'required', 'no file was sent');

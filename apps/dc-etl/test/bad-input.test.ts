@@ -1,4 +1,5 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
+import { waitFor } from '@fanout/testdb';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -80,6 +81,11 @@ describe('bad input', () => {
     const nul = smallSpec.replace('"NA"', '"NA","x\\u0000"');
     await expectError(await postSpec(nul), 400, 'body.spec.nullTokens.1', 'nul_character', /NUL character/);
     await expectError(await postLoad(t, small, nul), 400, 'body.spec.nullTokens.1', 'nul_character', /NUL character/);
+    // Half a character from a "\ud800" escape (jsonb refuses it), and NUL in a comment (the text is stored as it came).
+    const half = smallSpec.replace('"NA"', '"NA","x\\ud800"');
+    await expectError(await postSpec(half), 400, 'body.spec.nullTokens.1', 'lone_surrogate', /well-formed Unicode/);
+    await expectError(await postLoad(t, small, half), 400, 'body.spec.nullTokens.1', 'lone_surrogate', /well-formed Unicode/);
+    await expectError(await postSpec(`# a\u0000b\n${smallSpec}`), 400, 'body.spec', 'nul_character', /line 1.*NUL character/);
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
     for (const [prev, n] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e']]) lines.push(`${n}: &${n} [${Array(10).fill(`*${prev}`).join(',')}]`);
     await expectError(await postSpec(`${lines.join('\n')}\nversion: "2"\n`), 400, 'body.spec', 'invalid_syntax', /not a usable spec: .*alias/i);
@@ -151,5 +157,17 @@ describe('bad input', () => {
     expect(readdirSync(join(t.storageDir, 'uploads'))).toEqual([]);
     expect(readdirSync(join(t.storageDir, 'loads'))).toEqual([]);
     expect((await json(t.call('GET', `/loads/${published.id}`))).status).toBe('discarded');
+
+    // Its upload went with it: a load of it asked for again fails saying so, not with the server's path.
+    const { upload_id: uploadId, spec_id: specId } = (await t.pool.query('SELECT upload_id, spec_id FROM etl_load WHERE id = $1', [published.id])).rows[0];
+    const again = await t.call('POST', '/tasks', { body: { input: { uploadId, specId } } });
+    expect(again.status).toBe(202);
+    const id = ((await again.json()) as { id: string }).id;
+    const ended = await waitFor(async () => {
+      const task = (await json(t.call('GET', `/tasks/${id}`))) as { status: string; error: string | null };
+      return task.status === 'failed' ? task : null;
+    }, { message: 'the load of a discarded upload failed' });
+    expect(ended.error).toMatch(/^upload_gone: the upload .* is no longer stored/);
+    expect(ended.error).not.toContain(t.storageDir);
   });
 });

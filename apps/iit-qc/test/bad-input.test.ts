@@ -132,6 +132,10 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     await refused(await multipart(`filename*=UTF-8''dm%00x.csv`, 'STUDYID,USUBJID,AGE\nX,01,3\n'), 400, 'body.file.filename', 'invalid_filename', /control characters/);
     const rules = `name: probe\nrules:\n  - id: R1\n    scope: DM\n    level: record\n    severity: error\n    message: "bad\\0value"\n    condition: row.AGE == 1\n`;
     await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: rules } }), 400, 'body.rules.0.message', 'nul_character', /NUL character/);
+    // Half a character, from a YAML escape or from the JSON body itself: jsonb refuses it.
+    const half = rules.replace('bad\\0value', 'half \\ud800 char');
+    await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: half } }), 400, 'body.rules.0.message', 'lone_surrogate', /well-formed Unicode/);
+    await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: 'name: x\ud800' } }), 400, 'body.source', 'lone_surrogate', /well-formed Unicode/);
     expect(await stored()).toBe(1);
     expect(incoming()).toBe(0);
   });
@@ -146,6 +150,15 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     const define = (inner: string) => new TextEncoder().encode(`<?xml version="1.0"?><ODM><Study><MetaDataVersion>${inner}</MetaDataVersion></Study></ODM>`);
     await refused(await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM"/>')), 400, 'body.file', 'invalid_define', /ItemGroupDef IG\.DM has no Name attribute/);
     await refused(await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM" Name="DM"><ItemRef ItemOID="IT.1"/></ItemGroupDef><ItemDef OID="IT.1" DataType="text"/>')), 400, 'body.file', 'invalid_define', /ItemDef IT\.1 has no Name attribute/);
+    // An element where an attribute of text belongs (it was a 500: "toUpperCase is not a function").
+    await refused(await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM" Name="DM"><Domain><b/></Domain></ItemGroupDef>')), 400, 'body.file', 'invalid_define', /ItemGroupDef IG\.DM has Domain as an element/);
+    await refused(
+      await t.upload(studyId, 'define.xml', define('<ItemGroupDef OID="IG.DM" Name="DM"><ItemRef ItemOID="IT.1"/></ItemGroupDef><ItemDef OID="IT.1" Name="AGE"><DataType><b/></DataType></ItemDef>')),
+      400,
+      'body.file',
+      'invalid_define',
+      /ItemDef IT\.1 has DataType as an element/,
+    );
     expect(await stored()).toBe(1);
   });
 });

@@ -66,13 +66,41 @@ export function nulCharacterAt(value: unknown, path: string, depth = 0): string 
   return null;
 }
 
+/** A string PostgreSQL would refuse, where it is, and why (`unstorableTextAt`). */
+export interface TextIssue {
+  field: string;
+  rule: 'nul_character' | 'lone_surrogate';
+  message: string;
+}
+
+const textIssue = (field: string, text: string): TextIssue | null =>
+  text.includes('\u0000')
+    ? { field, rule: 'nul_character', message: 'must not contain the NUL character (U+0000)' }
+    : text.isWellFormed()
+      ? null
+      : { field, rule: 'lone_surrogate', message: 'must be well-formed Unicode text (it holds half of a surrogate pair, as a "\\ud800" escape makes)' };
+
+/**
+ * `nulCharacterAt`, and half a character too: a lone surrogate (a JSON or YAML `\ud800` escape),
+ * which PostgreSQL's JSON refuses. The first string in `value` (keys included) that holds either,
+ * with its path from `path` and the rule it breaks; null when none does.
+ */
+export function unstorableTextAt(value: unknown, path: string, depth = 0): TextIssue | null {
+  if (typeof value === 'string') return textIssue(path, value);
+  if (!value || typeof value !== 'object' || depth > 64) return null;
+  for (const [key, child] of Object.entries(value)) {
+    const inKey = textIssue(`${path}.${key.replaceAll('\u0000', '\\u0000').toWellFormed()}`, key);
+    if (inKey) return inKey;
+    const found = unstorableTextAt(child, `${path}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** Validates a request part; a mistake is a 400 naming the field and the rule. */
 export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, where: 'body' | 'query' | 'params'): z.output<T> {
-  const nul = nulCharacterAt(value, where);
-  if (nul) {
-    const message = 'must not contain the NUL character (U+0000)';
-    throw new HttpError(400, 'invalid_request', `${nul}: ${message}`, [{ field: nul, rule: 'nul_character', message }]);
-  }
+  const text = unstorableTextAt(value, where);
+  if (text) throw new HttpError(400, 'invalid_request', `${text.field}: ${text.message}`, [text]);
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
   return result.data;

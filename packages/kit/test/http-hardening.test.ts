@@ -98,6 +98,13 @@ describe('an API process under hostile requests', () => {
     expect(inBody.status).toBe(400);
     expect(((await inBody.json()) as { error: { issues: { field: string }[] } }).error.issues[0]!.field).toBe('body.text');
     expect((await t.call('GET', '/marks?subject=%00')).status).toBe(400);
+    // Half a character, as a JSON "\ud800" escape gives it: jsonb refuses it too.
+    const half = await t.call('POST', '/marks/fine', { body: { text: 'a\ud800b' } });
+    expect(half.status).toBe(400);
+    expect(((await half.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([{ field: 'body.text', rule: 'lone_surrogate', message: expect.stringContaining('well-formed Unicode') }]);
+    const task = await t.call('POST', '/tasks', { body: { input: { text: '\udc00' } } });
+    expect(task.status).toBe(400);
+    expect(((await task.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues[0]).toMatchObject({ field: 'body.input.text', rule: 'lone_surrogate' });
   });
 
   it('refuses a client after FANOUT_AUTH_FAILURES_PER_MINUTE wrong tokens with 429 and Retry-After', async () => {

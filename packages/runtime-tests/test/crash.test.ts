@@ -157,6 +157,17 @@ describe('crashes', () => {
     expect(done.dispatchedAt).not.toBeNull();
   });
 
+  it("a manager's failure is shown to the tenant with credentials masked, and stored whatever text it holds", async () => {
+    await using t = await testApp({ work: true });
+    // A library's message naming a URL with its password and a bearer token, cut inside a character.
+    const message = 'GET https://svc:hunter2@example.org/list failed (Authorization: Bearer abc.def.ghi) at ';
+    const task = await t.app.fanout.submit('test_batch', { count: 10, managerFailAfter: 0, managerFailMessage: message, managerFailCut: true });
+    const done = await finished(t, task.id, 30_000);
+    expect(done).toMatchObject({ status: 'failed', stopReason: 'manager_failed', total: 0 });
+    expect(done.error).not.toMatch(/hunter2|abc\.def\.ghi/);
+    expect(done.error).toMatch(/^source_unreadable: GET https:\/\/svc:.+@example\.org\/list failed .* at \uFFFD$/);
+  });
+
   it('pending items whose jobs were lost get jobs again once the task goes quiet', async () => {
     // submit() stores the task with its items and their jobs (no manager): nothing works them yet.
     await using t = await testApp({ dispatchAtSubmit: 50 });

@@ -117,6 +117,8 @@ describe('promises kept', () => {
   it('a value PostgreSQL cannot store fails its own item (a snapshot) or the submit (an input), never the dispatch', async () => {
     await using t = await testApp({ work: true });
     await expect(t.app.fanout.submit('test_batch', { count: 1, item: { limitName: 'a\u0000b' } })).rejects.toMatchObject({ code: 'invalid_argument', field: 'input' });
+    // Half a character (jsonb refuses it): a clear refusal, not PostgreSQL's "invalid input syntax for type json".
+    await expect(t.app.fanout.submit('test_batch', { count: 1, item: { limitName: 'a\ud800b' } })).rejects.toMatchObject({ code: 'invalid_argument', field: 'input', message: expect.stringContaining('surrogate') });
     const task = await t.app.fanout.submit('test_batch', { count: 6, nulAt: 3 });
     expect(await finished(t, task.id)).toMatchObject({ status: 'completed', total: 6, succeeded: 5, failed: 1 });
     const [bad] = (await t.app.fanout.listItems(task.id, { status: 'failed', limit: 5 })).rows;

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -111,6 +111,14 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   let compiled;
   let info: SourceInfo;
   const uploadPath = storage.path(uploadKey(input.uploadId));
+  // Its file goes when the last load reading it is discarded: said plainly, without the server's path.
+  const stored = await stat(uploadPath).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return null;
+    throw error;
+  });
+  if (!stored) {
+    throw new PermanentError(`the upload ${input.uploadId} is no longer stored (it went with the load that was discarded); upload the file again`, { code: 'upload_gone' });
+  }
   try {
     compiled = compileSpec(parseSpec(row.text));
     info = await inspectSource(uploadPath, row.filename, compiled.spec.source);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { nulCharacterAt } from '@fanout/http';
+import { unstorableTextAt } from '@fanout/http';
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -29,6 +29,13 @@ const path = (parts: readonly PropertyKey[]) => ['spec', ...parts.map(String)].j
 /** Reads a spec written as YAML or JSON (JSON is YAML) and checks it against the schema. */
 export function parseSpec(text: string): Spec {
   if (text.trim() === '') throw new SpecError([{ field: 'spec', rule: 'required', message: 'the spec is empty' }]);
+  // The text is stored as it came (a comment included), and PostgreSQL stores no NUL in text.
+  const raw = unstorableTextAt(text, 'spec');
+  if (raw) {
+    const at = text.search(raw.rule === 'nul_character' ? /\u0000/ : /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+    const line = at < 0 ? '' : ` (line ${text.slice(0, at).split('\n').length})`;
+    throw new SpecError([{ field: 'spec', rule: raw.rule, message: `spec${line}: ${raw.message}` }]);
+  }
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) {
     const error = doc.errors[0]!;
@@ -42,8 +49,9 @@ export function parseSpec(text: string): Spec {
     // An alias bomb: the YAML library refuses to expand it.
     throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not a usable spec: ${(error as Error).message}` }]);
   }
-  const nul = nulCharacterAt(value, 'spec');
-  if (nul) throw new SpecError([{ field: nul, rule: 'nul_character', message: `${nul}: must not contain the NUL character (U+0000)` }]);
+  // A value holding NUL, or half a character from a "\ud800" escape: neither is stored.
+  const bad = unstorableTextAt(value, 'spec');
+  if (bad) throw new SpecError([{ field: bad.field, rule: bad.rule, message: `${bad.field}: ${bad.message}` }]);
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new SpecError([{ field: 'spec', rule: 'invalid_type', message: 'must be a mapping (target, columns, ...)' }]);
   const result = specSchema.safeParse(value);
   if (!result.success) throw new SpecError(result.error.issues.map((i: z.core.$ZodIssue) => ({ field: path(i.path), rule: i.code, message: i.message })));

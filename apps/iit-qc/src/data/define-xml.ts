@@ -51,28 +51,29 @@ export async function readDefineXml(path: string): Promise<DefineMetadata> {
   const codelists: DefineMetadata['codelists'] = {};
   for (const cl of asArray(mdv.CodeList as never) as { OID: string; Name: string; CodeListItem?: unknown; EnumeratedItem?: unknown }[]) {
     required(cl, 'CodeList', 'OID');
-    const values = [...asArray(cl.CodeListItem as never), ...asArray(cl.EnumeratedItem as never)].map((i) => String((i as { CodedValue: string }).CodedValue));
-    codelists[cl.OID] = { name: cl.Name, values };
+    const values = [...asArray(cl.CodeListItem as never), ...asArray(cl.EnumeratedItem as never)].map((i) => String(optional(i, 'CodeListItem', 'CodedValue')));
+    codelists[cl.OID] = { name: optional(cl, 'CodeList', 'Name') ?? cl.OID, values };
   }
   const datasets: DefineDataset[] = [];
   for (const group of asArray(mdv.ItemGroupDef as never) as { Name: string; Domain?: string; Description?: unknown; ItemRef?: unknown }[]) {
     required(group, 'ItemGroupDef', 'Name');
     const variables: DefineVariable[] = [];
     for (const ref of asArray(group.ItemRef as never) as { ItemOID: string; Mandatory?: string }[]) {
-      const item = items.get(ref.ItemOID);
+      const item = items.get(optional(ref, 'ItemRef', 'ItemOID') ?? '');
       if (!item) continue;
+      const length = optional(item, 'ItemDef', 'Length');
       variables.push({
         name: item.Name.toUpperCase(),
-        mandatory: ref.Mandatory === 'Yes',
-        dataType: item.DataType,
-        length: item.Length ? Number(item.Length) : null,
-        codelist: item.CodeListRef?.CodeListOID ?? null,
+        mandatory: optional(ref, 'ItemRef', 'Mandatory') === 'Yes',
+        dataType: optional(item, 'ItemDef', 'DataType') as string,
+        length: length ? Number(length) : null,
+        codelist: item.CodeListRef ? (optional(item.CodeListRef, 'CodeListRef', 'CodeListOID') ?? null) : null,
       });
     }
-    datasets.push({ name: group.Name.toUpperCase(), domain: (group.Domain ?? group.Name).toUpperCase(), label: text(group.Description), variables });
+    datasets.push({ name: group.Name.toUpperCase(), domain: (optional(group, 'ItemGroupDef', 'Domain') ?? group.Name).toUpperCase(), label: text(group.Description), variables });
   }
   if (datasets.length === 0) throw new UnreadableFileError('not a Define-XML document: it describes no dataset (ItemGroupDef)', { rule: 'invalid_define' });
-  return { standard: (mdv.StandardName as string | undefined) ?? null, datasets, codelists };
+  return { standard: optional(mdv, 'MetaDataVersion', 'StandardName') ?? null, datasets, codelists };
 }
 
 /** An attribute an element must have, as text: else the file is refused, naming the element. */
@@ -81,6 +82,17 @@ function required(element: unknown, kind: string, attribute: string): string {
   if (typeof value === 'string' && value !== '') return value;
   const oid = element && typeof element === 'object' && typeof (element as { OID?: unknown }).OID === 'string' ? ` ${(element as { OID: string }).OID}` : '';
   throw new UnreadableFileError(`not a valid Define-XML document: ${kind}${oid} has no ${attribute} attribute`, { rule: 'invalid_define' });
+}
+
+/**
+ * An attribute an element may have, as text (undefined when it has none). An element in its place
+ * (`<Domain><b/></Domain>` where `Domain="DM"` belongs) refuses the file, naming both.
+ */
+function optional(element: unknown, kind: string, attribute: string): string | undefined {
+  const value = element && typeof element === 'object' ? (element as Record<string, unknown>)[attribute] : undefined;
+  if (value === undefined || typeof value === 'string') return value;
+  const oid = element && typeof element === 'object' && typeof (element as { OID?: unknown }).OID === 'string' ? ` ${(element as { OID: string }).OID}` : '';
+  throw new UnreadableFileError(`not a valid Define-XML document: ${kind}${oid} has ${attribute} as an element, where an attribute of text belongs`, { rule: 'invalid_define' });
 }
 
 /** Types of a dataset's variables from define.xml: integer and float are numbers. */

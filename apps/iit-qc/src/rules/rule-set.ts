@@ -1,5 +1,5 @@
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
-import { nulCharacterAt } from '@fanout/http';
+import { unstorableTextAt } from '@fanout/http';
 import { LineCounter, parseDocument, isScalar } from 'yaml';
 import type { DefineMetadata } from '../data/define-xml.ts';
 import type { RedcapDictionary } from '../data/redcap.ts';
@@ -82,7 +82,7 @@ export function compileSpec(rule: RuleSpec): CompiledRuleSpec {
  */
 /**
  * The document as plain values: refused when its aliases expand beyond what the YAML library allows
- * (an alias bomb) or a value holds the NUL character (stored in no text or JSON column).
+ * (an alias bomb) or a value holds the NUL character or half a character (stored in no JSON column).
  */
 function plainValue(doc: ReturnType<typeof parseDocument>): unknown {
   let value: unknown;
@@ -91,8 +91,9 @@ function plainValue(doc: ReturnType<typeof parseDocument>): unknown {
   } catch (error) {
     throw new RuleSetError([{ field: 'body', rule: 'invalid_yaml', message: `not a usable rule set: ${(error as Error).message}` }]);
   }
-  const nul = nulCharacterAt(value, 'body');
-  if (nul) throw new RuleSetError([{ field: nul, rule: 'nul_character', message: `${nul}: must not contain the NUL character (U+0000)` }]);
+  // A value holding NUL, or half a character from a "\ud800" escape: neither is stored.
+  const bad = unstorableTextAt(value, 'body');
+  if (bad) throw new RuleSetError([{ field: bad.field, rule: bad.rule, message: `${bad.field}: ${bad.message}` }]);
   return value;
 }
 

@@ -4,7 +4,7 @@ import { defaultClassifier } from '../errors/classify.ts';
 import { FanoutError, PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type NewItem, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
-import { errorFields, type Logger } from './logger.ts';
+import { errorFields, redactText, type Logger } from './logger.ts';
 import type { JobTraceFields } from '../telemetry/tracing.ts';
 import { storableProblem, storableText } from './storable.ts';
 
@@ -84,7 +84,8 @@ export async function runManager(ctx: RuntimeContext, definition: AnyFanoutDefin
       throw error;
     }
     ctx.logger.error('manager failed; stopping the task', { definition: definition.name, taskId, attempt: job.retryCount + 1, ...errorFields(error) });
-    const stopped = await ctx.store.stopTask(taskId, 'manager_failed', `${classified.code}: ${classified.message}`);
+    // Shown to the task's tenant: credentials masked, and text PostgreSQL stores (no NUL, no half character).
+    const stopped = await ctx.store.stopTask(taskId, 'manager_failed', storableText(redactText(`${classified.code}: ${classified.message}`)));
     if (stopped) ctx.announceTask(stopped.task, true);
   } finally {
     ctx.shutdown.removeEventListener('abort', onAbort);

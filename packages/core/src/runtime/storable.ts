@@ -2,10 +2,12 @@ import { PermanentError } from '../errors/errors.ts';
 
 // A NUL escape, not an escaped backslash followed by "u0000".
 const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+// A surrogate escape: JSON.stringify writes a pair as it is, and escapes only half of one.
+const LONE_SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
 
 /**
- * Why a value cannot be stored as JSON (PostgreSQL's jsonb refuses a NUL character; a BigInt
- * or a cycle has no JSON), or null when it can.
+ * Why a value cannot be stored as JSON (PostgreSQL's jsonb refuses a NUL character and half a
+ * character; a BigInt or a cycle has no JSON), or null when it can.
  */
 export function storableProblem(value: unknown): string | null {
   if (value === null || value === undefined) return null;
@@ -16,6 +18,7 @@ export function storableProblem(value: unknown): string | null {
     return `cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`;
   }
   if (json !== undefined && NUL_ESCAPE.test(json)) return 'contains a NUL character (\\u0000), which PostgreSQL cannot store';
+  if (json !== undefined && LONE_SURROGATE_ESCAPE.test(json)) return 'contains half of a surrogate pair (a lone \\ud800-\\udfff), which PostgreSQL cannot store';
   return null;
 }
 

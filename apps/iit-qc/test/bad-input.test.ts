@@ -72,6 +72,25 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     expect((await t.json('GET', `/studies/${studyId}/rule-sets`)).ruleSets).toEqual([]);
   });
 
+  it('refuses a study-level rule whose parameters are not what it reads (an outlier threshold of "abc" found nothing, silently)', async () => {
+    const rule = (params: string) => ({ source: `name: p\nrules:\n  - id: S1\n    scope: LB\n    level: study\n    kind: outlier\n    severity: warning\n    message: m\n    params: ${params}\n` });
+    for (const [params, field] of [
+      ['{ variable: LBSTRESN, sd: abc }', 'body.rules.0.params.sd'],
+      ['{ variable: LBSTRESN, sd: 0 }', 'body.rules.0.params.sd'],
+      ['{ variable: LBSTRESN, groupBy: { a: 1 } }', 'body.rules.0.params.groupBy'],
+      ['{ variable: [LBSTRESN] }', 'body.rules.0.params.variable'],
+    ] as const) {
+      const res = await t.call('POST', `/studies/${studyId}/rule-sets`, { body: rule(params) });
+      expect(res.status, params).toBe(400);
+      expect(((await res.json()) as any).error.issues.map((i: { field: string }) => i.field), params).toEqual([field]);
+    }
+    const keys = await t.call('POST', `/studies/${studyId}/rule-sets`, {
+      body: { source: 'name: k\nrules:\n  - id: U1\n    scope: DM\n    level: study\n    kind: unique\n    severity: error\n    message: m\n    params: { keys: [{ a: 1 }] }\n' },
+    });
+    expect(keys.status).toBe(400);
+    expect(((await keys.json()) as any).error.issues[0].field).toBe('body.rules.0.params.keys');
+  });
+
   it('refuses a rule naming an unknown domain', async () => {
     const res = await t.call('POST', `/studies/${studyId}/rule-sets`, {
       body: { source: 'name: typo\nrules:\n  - id: XX1\n    scope: AEE\n    level: record\n    severity: error\n    message: m\n    condition: row.A == "x"\n' },

@@ -44,9 +44,13 @@ export const ruleSpec = z
     if (rule.kind === 'llm' && (!rule.prompt || !rule.show)) ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'an llm rule needs a prompt and the variables to show (show)' });
     if (rule.kind === 'llm' && rule.level !== 'subject') ctx.addIssue({ code: 'custom', path: ['level'], message: 'an llm rule reviews a subject\u2019s records: level subject' });
     const p = rule.params ?? {};
-    if (rule.kind === 'unique' && (!Array.isArray(p.keys) || p.keys.length < 1 || p.keys.length > 6)) ctx.addIssue({ code: 'custom', path: ['params', 'keys'], message: 'a unique rule needs params.keys: one to six variables that must be unique together' });
-    if (rule.kind === 'consistent' && (typeof p.key !== 'string' || typeof p.value !== 'string')) ctx.addIssue({ code: 'custom', path: ['params'], message: 'a consistent rule needs params.key and params.value (one value per key)' });
-    if (rule.kind === 'outlier' && !rule.each && typeof p.variable !== 'string') ctx.addIssue({ code: 'custom', path: ['params', 'variable'], message: 'an outlier rule needs params.variable or each' });
+    const isVariable = (value: unknown) => variable.safeParse(value).success;
+    if (rule.kind === 'unique' && (!Array.isArray(p.keys) || p.keys.length < 1 || p.keys.length > 6 || !p.keys.every(isVariable))) ctx.addIssue({ code: 'custom', path: ['params', 'keys'], message: 'a unique rule needs params.keys: one to six variables that must be unique together' });
+    if (rule.kind === 'consistent' && (!isVariable(p.key) || !isVariable(p.value))) ctx.addIssue({ code: 'custom', path: ['params'], message: 'a consistent rule needs params.key and params.value, variables (one value per key)' });
+    if (rule.kind === 'outlier' && !rule.each && !isVariable(p.variable)) ctx.addIssue({ code: 'custom', path: ['params', 'variable'], message: 'an outlier rule needs params.variable (a variable) or each' });
+    // A threshold that is no number made the check find nothing, silently (NaN standard deviations).
+    if (rule.kind === 'outlier' && p.sd !== undefined && !(typeof p.sd === 'number' && Number.isFinite(p.sd) && p.sd > 0 && p.sd <= 100)) ctx.addIssue({ code: 'custom', path: ['params', 'sd'], message: 'params.sd: a number of standard deviations above 0 (at most 100)' });
+    if (rule.kind === 'outlier' && p.groupBy !== undefined && !isVariable(p.groupBy)) ctx.addIssue({ code: 'custom', path: ['params', 'groupBy'], message: 'params.groupBy: a variable' });
   });
 
 export type RuleSpec = z.output<typeof ruleSpec>;

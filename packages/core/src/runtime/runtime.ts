@@ -623,7 +623,7 @@ export class Fanout implements AsyncDisposable {
     const finished = await this.store.getTask(taskId);
     const deadlineMs = options.deadlineMs !== undefined ? options.deadlineMs : ((finished && this.#definitions.get(finished.kind)?.resolved.deadlineMs) ?? null);
     if (finished?.purgedAt) {
-      throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${finished.purgedAt.toISOString()}); submit it again`, { field: 'taskId' });
+      throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention or by a delete (${finished.purgedAt.toISOString()}); submit it again`, { field: 'taskId' });
     }
     const retention = this.#maintenance.retentionMs;
     if (retention !== null && finished?.completedAt && finished.completedAt.getTime() < Date.now() - (retention - retentionMargin(retention))) {

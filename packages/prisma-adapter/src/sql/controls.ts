@@ -85,7 +85,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   // Read under the task's lock, which a retention batch holds while it deletes: once one has begun
   // on the task, its items are going, and a retry would reopen a task with none left to run.
   if (task.purged_at) {
-    throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention (${task.purged_at.toISOString()}); submit it again`, { field: 'taskId' });
+    throw new FanoutError('conflict', `task ${taskId}: its items were deleted by retention or by a delete (${task.purged_at.toISOString()}); submit it again`, { field: 'taskId' });
   }
   // A dispatch cut short never listed every item: re-running a part would end the task
   // "completed" with items that never existed. The task is submitted again instead.

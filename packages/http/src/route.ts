@@ -87,13 +87,32 @@ const textIssue = (field: string, text: string): TextIssue | null =>
  */
 export function unstorableTextAt(value: unknown, path: string, depth = 0): TextIssue | null {
   if (typeof value === 'string') return textIssue(path, value);
-  if (!value || typeof value !== 'object' || depth > 64) return null;
+  if (!value || typeof value !== 'object') return null;
+  if (depth > 64) return deepTextIssue(value, path);
   for (const [key, child] of Object.entries(value)) {
     const inKey = textIssue(`${path}.${key.replaceAll('\u0000', '\\u0000').toWellFormed()}`, key);
     if (inKey) return inKey;
     const found = unstorableTextAt(child, `${path}.${key}`, depth + 1);
     if (found) return found;
   }
+  return null;
+}
+
+// In JSON text: an escape of NUL, or of half a surrogate pair (JSON.stringify writes a whole pair
+// as it is), not an escaped backslash before "u".
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+const HALF_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
+
+/** Below the depth the walk goes: the whole of `value` looked at in its JSON at once, named by where it starts. */
+function deepTextIssue(value: object, path: string): TextIssue | null {
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    return null;
+  }
+  if (NUL_ESCAPE.test(json)) return { field: path, rule: 'nul_character', message: 'must not contain the NUL character (U+0000), here or deeper' };
+  if (HALF_ESCAPE.test(json)) return { field: path, rule: 'lone_surrogate', message: 'must be well-formed Unicode text, here and deeper (it holds half of a surrogate pair)' };
   return null;
 }
 

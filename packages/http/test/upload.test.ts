@@ -64,6 +64,9 @@ describe('uploads', () => {
     const cut = await post('--B\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nx,y\n1,2\n', { 'content-type': 'multipart/form-data; boundary=B' });
     expect(cut.status).toBe(400);
     expect(((await cut.json()) as { error: { issues: { rule: string }[] } }).error.issues[0]!.rule).toBe('invalid_multipart');
+    // The same, the file under a field the upload does not read (drained unread, its error heard too).
+    const stray = await post('--B\r\nContent-Disposition: form-data; name="other"; filename="a.csv"\r\n\r\nx,y\n', { 'content-type': 'multipart/form-data; boundary=B' });
+    expect(stray.status).toBe(400);
 
     const encoder = new TextEncoder();
     const gone = new ReadableStream<Uint8Array>({

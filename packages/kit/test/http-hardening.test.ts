@@ -102,6 +102,12 @@ describe('an API process under hostile requests', () => {
     const half = await t.call('POST', '/marks/fine', { body: { text: 'a\ud800b' } });
     expect(half.status).toBe(400);
     expect(((await half.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([{ field: 'body.text', rule: 'lone_surrogate', message: expect.stringContaining('well-formed Unicode') }]);
+    // However deep it is (the walk stops at 64 levels; below, the rest is looked at whole).
+    let deep: unknown = 'x\ud800';
+    for (let i = 0; i < 70; i++) deep = { a: deep };
+    const deeper = await t.call('POST', '/marks/fine', { body: { text: 'ok', deep } });
+    expect(deeper.status).toBe(400);
+    expect(((await deeper.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues[0]).toMatchObject({ field: `body.deep${'.a'.repeat(64)}`, rule: 'lone_surrogate' });
     const task = await t.call('POST', '/tasks', { body: { input: { text: '\udc00' } } });
     expect(task.status).toBe(400);
     expect(((await task.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues[0]).toMatchObject({ field: 'body.input.text', rule: 'lone_surrogate' });

@@ -99,6 +99,12 @@ describe('delivery and retries', () => {
     expect(failed.rows[0]!.error?.message).toContain('NUL');
     const bigFailed = await t.app.fanout.listItems(big.id, { status: 'failed', limit: 10 });
     expect(bigFailed.rows[0]!.error?.message).toMatch(/BigInt/);
+    // Half a character in a result (jsonb refuses it): the item fails at once, not at every settle until it lapses.
+    const halfResult = await t.app.fanout.submit('test_batch', { count: 2, every: 2, special: { badResult: 'half' } });
+    expect(await finished(t, halfResult.id)).toMatchObject({ status: 'completed', succeeded: 1, failed: 1 });
+    const halfFailed = (await t.app.fanout.listItems(halfResult.id, { status: 'failed', limit: 10 })).rows;
+    expect(halfFailed.map((i) => [i.attempts, i.error?.code])).toEqual([[1, 'invalid_result']]);
+    expect(halfFailed[0]!.error?.message).toContain('surrogate');
     // An error holding half a character (a message cut inside an emoji) is stored, the half as U+FFFD.
     const half = await t.app.fanout.submit('test_batch', { count: 2, item: { halfCharacterError: true } });
     expect(await finished(t, half.id)).toMatchObject({ status: 'completed', succeeded: 0, failed: 2 });

@@ -112,13 +112,14 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   let info: SourceInfo;
   const uploadPath = storage.path(uploadKey(input.uploadId));
   // Its file goes when the last load reading it is discarded: said plainly, without the server's path.
-  const stored = await stat(uploadPath).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return null;
-    throw error;
+  // (Looked at first, and again wherever the file is read: a discard may come in between.)
+  const uploadGone = (error: unknown) =>
+    (error as NodeJS.ErrnoException).code === 'ENOENT'
+      ? new PermanentError(`the upload ${input.uploadId} is no longer stored (it went with the load that was discarded); upload the file again`, { code: 'upload_gone' })
+      : error;
+  await stat(uploadPath).catch((error: unknown) => {
+    throw uploadGone(error);
   });
-  if (!stored) {
-    throw new PermanentError(`the upload ${input.uploadId} is no longer stored (it went with the load that was discarded); upload the file again`, { code: 'upload_gone' });
-  }
   try {
     compiled = compileSpec(parseSpec(row.text));
     info = await inspectSource(uploadPath, row.filename, compiled.spec.source);
@@ -127,11 +128,11 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   } catch (error) {
     if (error instanceof SpecError) throw new PermanentError(`${error.message}${error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ''}`, { code: 'invalid_spec' });
     if (error instanceof SourceError) throw new PermanentError(error.message, { code: error.rule });
-    throw error;
+    throw uploadGone(error);
   }
 
   const prepared = await prepareSource(storage, loadId, uploadPath, info, deps.maxSourceBytes ?? 16 * 1024 ** 3).catch((error: unknown) => {
-    throw error instanceof SourceError ? new PermanentError(error.message, { code: error.rule }) : error;
+    throw error instanceof SourceError ? new PermanentError(error.message, { code: error.rule }) : uploadGone(error);
   });
   const source: PreparedSource = { ...info, key: prepared.key || uploadKey(input.uploadId), lineField: prepared.lineField };
   await pool.query(createStageSql(loadId, compiled.targetColumns));
@@ -168,7 +169,9 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   };
   // Read through one buffer, reused: the scan leaves no garbage behind it, so the worker's
   // memory does not grow with the file (a stream allocates a new buffer for every read).
-  const file = await open(storage.path(source.key), 'r');
+  const file = await open(storage.path(source.key), 'r').catch((error: unknown) => {
+    throw uploadGone(error);
+  });
   try {
     const buffer = Buffer.allocUnsafe(SCAN_BYTES);
     for (let position = base; ; ) {

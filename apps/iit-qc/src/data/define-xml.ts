@@ -51,7 +51,10 @@ export async function readDefineXml(path: string): Promise<DefineMetadata> {
   const codelists: DefineMetadata['codelists'] = {};
   for (const cl of asArray(mdv.CodeList as never) as { OID: string; Name: string; CodeListItem?: unknown; EnumeratedItem?: unknown }[]) {
     required(cl, 'CodeList', 'OID');
-    const values = [...asArray(cl.CodeListItem as never), ...asArray(cl.EnumeratedItem as never)].map((i) => String(optional(i, 'CodeListItem', 'CodedValue')));
+    const values = [
+      ...asArray(cl.CodeListItem as never).map((i) => String(optional(i, 'CodeListItem', 'CodedValue'))),
+      ...asArray(cl.EnumeratedItem as never).map((i) => String(optional(i, 'EnumeratedItem', 'CodedValue'))),
+    ];
     codelists[cl.OID] = { name: optional(cl, 'CodeList', 'Name') ?? cl.OID, values };
   }
   const datasets: DefineDataset[] = [];

@@ -49,7 +49,9 @@ export const ruleSpec = z
     if (rule.kind === 'consistent' && (!isVariable(p.key) || !isVariable(p.value))) ctx.addIssue({ code: 'custom', path: ['params'], message: 'a consistent rule needs params.key and params.value, variables (one value per key)' });
     if (rule.kind === 'outlier' && !rule.each && !isVariable(p.variable)) ctx.addIssue({ code: 'custom', path: ['params', 'variable'], message: 'an outlier rule needs params.variable (a variable) or each' });
     // A threshold that is no number made the check find nothing, silently (NaN standard deviations).
-    if (rule.kind === 'outlier' && p.sd !== undefined && !(typeof p.sd === 'number' && Number.isFinite(p.sd) && p.sd > 0 && p.sd <= 100)) ctx.addIssue({ code: 'custom', path: ['params', 'sd'], message: 'params.sd: a number of standard deviations above 0 (at most 100)' });
+    // (Written as a number, or as text of one, as it was read before it was checked.)
+    const sd = typeof p.sd === 'number' ? p.sd : typeof p.sd === 'string' && p.sd.trim() !== '' ? Number(p.sd) : Number.NaN;
+    if (rule.kind === 'outlier' && p.sd !== undefined && !(Number.isFinite(sd) && sd > 0)) ctx.addIssue({ code: 'custom', path: ['params', 'sd'], message: 'params.sd: a number of standard deviations above 0' });
     if (rule.kind === 'outlier' && p.groupBy !== undefined && !isVariable(p.groupBy)) ctx.addIssue({ code: 'custom', path: ['params', 'groupBy'], message: 'params.groupBy: a variable' });
   });
 

@@ -65,6 +65,8 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   // stream too, and an unhandled rejection ends the process), and the file's stream.
   const writes: Promise<PromiseSettledResult<void>>[] = [];
   const files: Readable[] = [];
+  // A write the disk refused (full, no permission): the server's fault, not the request's.
+  let diskError: Error | null = null;
   parser.on('field', (name, value, info) => {
     if (!(options.fields ?? []).includes(name)) failure ??= issue(400, `body.${name}`, 'unrecognized_field', `not a field of this upload (expected ${[fieldName, ...(options.fields ?? [])].join(', ')})`);
     else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
@@ -74,6 +76,8 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   parser.on('file', (name, stream, info) => {
     if (name !== fieldName || writes.length > 0) {
       failure ??= issue(400, `body.${name}`, 'unrecognized_field', `one file is expected, in the field "${fieldName}"`);
+      // Drained unread; a body cut short fails it too, heard here (an unheard 'error' ends the process).
+      stream.on('error', () => {});
       stream.resume();
       return;
     }
@@ -91,10 +95,24 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     // eslint-disable-next-line no-control-regex
     if (/[\u0000-\u001f\u007f]/.test(filename)) failure ??= issue(400, `body.${fieldName}.filename`, 'invalid_filename', 'the file name must not contain control characters');
     files.push(stream);
-    const write = pipeline(stream, createWriteStream(path)).then(() => {
+    const out = createWriteStream(path);
+    // (A body cut short destroys it too, with the parser's error: only the file system's has a syscall.)
+    out.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.syscall) diskError ??= error;
+    });
+    const write = pipeline(stream, out).then(() => {
       received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
     });
-    writes.push(write.then(() => ({ status: 'fulfilled', value: undefined }), (reason: unknown) => ({ status: 'rejected', reason })));
+    writes.push(
+      write.then(
+        () => ({ status: 'fulfilled', value: undefined }),
+        (reason: unknown) => {
+          // The file's stream destroyed, busboy waits for its end forever: the parser goes too.
+          parser.destroy(reason as Error);
+          return { status: 'rejected', reason };
+        },
+      ),
+    );
   });
   const unreadable = (error: unknown) => issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
   try {
@@ -105,8 +123,10 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     for (const file of files) file.destroy(error as Error);
   }
   for (const write of await Promise.all(writes)) if (write.status === 'rejected') failure ??= unreadable(write.reason);
-  if (failure || !received.file) {
+  if (diskError || failure || !received.file) {
     await rm(path, { force: true });
+    // (A 500: its message, which names the server's path, is logged, not sent.)
+    if (diskError) throw new Error(`the upload could not be written: ${(diskError as Error).message}`, { cause: diskError });
     throw failure ?? issue(400, `body.${fieldName}`, 'required', 'no file was sent');
   }
   return { file: received.file, fields };

@@ -47,6 +47,21 @@ describe('TaskStore', () => {
     expect(batches.flatMap((b) => b.ended)).toHaveLength(1);
   });
 
+  it('reports a known task whose status changed: ended, or taken back to running by a retry made elsewhere', async () => {
+    const { s, batches } = store([task({ status: 'running', round: 2, failed: 0, succeeded: 58 })]);
+    s.upsert(task({ status: 'running', succeeded: 50 }));
+    s.applyEvent(event('task.progress', { succeeded: 55 }));
+    await vi.advanceTimersByTimeAsync(300);
+    expect(batches.flatMap((b) => b.moved)).toEqual([]);
+    s.applyEvent(event('task.failed', { status: 'failed', succeeded: 58, failed: 2 }));
+    await vi.advanceTimersByTimeAsync(300);
+    expect(batches.flatMap((b) => b.moved).map((t) => t.status)).toEqual(['failed']);
+    s.applyEvent(event('task.progress', { status: 'running', round: 2, succeeded: 58, failed: 0 }));
+    await vi.advanceTimersByTimeAsync(300);
+    expect(batches.flatMap((b) => b.moved).map((t) => t.status)).toEqual(['failed', 'running']);
+    expect(batches.flatMap((b) => b.ended).map((t) => t.status)).toEqual(['failed']);
+  });
+
   it('adds a task first seen submitted and asks the server for the rest of it', async () => {
     const full = task({ id: idOf(7), status: 'queued', summary: '12 papers', total: 0, dispatched: false });
     const { s, batches, fetchTask } = store([full]);

@@ -16,6 +16,11 @@ export interface StoreChanges {
   ended: TaskView[];
   /** Tasks first known from a live event (submitted elsewhere, or first seen moving). */
   submitted: TaskView[];
+  /**
+   * Known tasks whose status changed during the batch (those that ended among them, and those a
+   * retry made elsewhere took back to running): they may move between tabs, and the tab counts.
+   */
+  moved: TaskView[];
 }
 
 // Events of tasks not loaded yet are kept (bounded) until a list answer brings the task, so a
@@ -37,6 +42,7 @@ export class TaskStore {
   readonly #changed = new Emitter<StoreChanges>();
   #ended = new Set<string>();
   #submitted = new Set<string>();
+  #moved = new Set<string>();
   readonly #probed = new Set<string>();
   #version = 0;
 
@@ -61,12 +67,14 @@ export class TaskStore {
 
   /** Takes a view the server answered; returns the merged view now held. */
   upsert(view: TaskView): TaskView {
-    let merged = mergeTaskView(this.#tasks.get(view.id), view);
+    const held = this.#tasks.get(view.id);
+    let merged = mergeTaskView(held, view);
     const orphan = this.#orphans.get(view.id);
     if (orphan) {
       merged = applyEventCounts(merged, orphan.counts, orphan.at);
       this.#orphans.delete(view.id);
     }
+    if (held && held.status !== merged.status) this.#moved.add(merged.id);
     this.#set(merged);
     return merged;
   }
@@ -97,6 +105,7 @@ export class TaskStore {
     const next = applyEventCounts(held, event.counts, event.at);
     if (next === held) return;
     if (!isTerminal(held.status) && isTerminal(next.status)) this.#ended.add(next.id);
+    if (held.status !== next.status) this.#moved.add(next.id);
     this.#set(next);
     // A new round's start and its settled count at the start are the server's to tell.
     if (next.round > held.round) this.#refetch(next.id);
@@ -150,9 +159,10 @@ export class TaskStore {
 
   #flush(): void {
     const pick = (ids: Set<string>) => [...ids].map((id) => this.#tasks.get(id)).filter((t): t is TaskView => t !== undefined);
-    const changes = { ended: pick(this.#ended), submitted: pick(this.#submitted) };
+    const changes = { ended: pick(this.#ended), submitted: pick(this.#submitted), moved: pick(this.#moved) };
     this.#ended = new Set();
     this.#submitted = new Set();
+    this.#moved = new Set();
     this.#changed.emit(changes);
   }
 }

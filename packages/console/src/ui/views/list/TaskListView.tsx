@@ -74,13 +74,15 @@ export function TaskListView({ tab, q }: { tab: ListTab; q: string }) {
     [resync, load, loadSummary],
   );
 
-  // Tasks submitted elsewhere join the list when they belong to it; endings move the tab counts.
+  // Tasks submitted elsewhere join the list when they belong to it, and so do known tasks a change
+  // of status brought into it (a task retried elsewhere, on the Active tab); any change of status
+  // moves the tab counts.
   useEffect(
     () =>
-      store.subscribe(({ ended, submitted }) => {
-        const fresh = submitted.filter((t) => matchesList(t, filter.current.tab, filter.current.q));
+      store.subscribe(({ submitted, moved }) => {
+        const fresh = [...submitted, ...moved].filter((t) => matchesList(t, filter.current.tab, filter.current.q));
         if (fresh.length > 0) setList((s) => withNewTasks(s, fresh, (id) => store.get(id)));
-        if (ended.length > 0 || submitted.length > 0) summarySoon();
+        if (moved.length > 0 || submitted.length > 0) summarySoon();
       }),
     [store, summarySoon],
   );

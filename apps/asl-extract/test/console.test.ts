@@ -374,4 +374,20 @@ describe('ASL operator console in Chromium', () => {
     expect(pageErrors(page)).toEqual([]);
     await context.close();
   });
+
+  it('a task that ends joins the open Completed tab, its count with it, on the same page', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await signedIn(context);
+    const completed = page.getByRole('navigation', { name: 'Task status' }).getByRole('link', { name: /^Completed/ });
+    await completed.click();
+    await page.locator('li.task-row').first().waitFor();
+    const count = async () => Number((await completed.locator('.count').innerText()).replace(/\D/g, ''));
+    const before = await count();
+    const id = ((await (await t.call('POST', '/tasks', { body: { input: { documentIds: [papers[0]!] } } })).json()) as { id: string }).id;
+    await waitFor(async () => (await apiTasks()).find((x) => x.id === id && x.status === 'completed'), { timeoutMs: 60_000, message: 'the new task completed' });
+    await page.locator(`li.task-row[data-task-id="${id}"]`).waitFor({ timeout: CATCH_UP_MS });
+    await expect.poll(count, { timeout: CATCH_UP_MS }).toBe(before + 1);
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
 });

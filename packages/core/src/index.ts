@@ -31,7 +31,7 @@ export type { FanoutRuntimeOptions, StartOptions, SubmitOptions } from './runtim
 export type { WorkerSettings } from './runtime/context.ts';
 export type { MaintenanceSettings } from './runtime/maintenance.ts';
 export { childLogger, consoleLogger, maskedLogger, pinoLogger, redact, redactText, silentLogger } from './runtime/logger.ts';
-export { storableText } from './runtime/storable.ts';
+export { storableText, unstorableJsonEscape } from './runtime/storable.ts';
 export type { ConsoleLoggerOptions, Logger, PinoLike } from './runtime/logger.ts';
 export { ATTR, DURATION_BUCKETS_S, FanoutTelemetry, INSTRUMENTATION_SCOPE, LabeledCounts, METRIC, SPAN } from './telemetry/index.ts';
 export type { TaskAttention, TelemetryOptions, TraceCarrier } from './telemetry/index.ts';

@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { unstorableJsonEscape } from '@fanout/core';
 import { z } from 'zod';
 import { clientAddress, type FailedAttempts } from './auth/failed-attempts.ts';
 import { HttpError, validationError } from './errors.ts';
@@ -49,23 +50,6 @@ export function route<P extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType
   return spec as unknown as RouteSpec;
 }
 
-/**
- * Where a string in `value` (a string, or an object or array of them, keys included) holds U+0000,
- * which PostgreSQL stores in no text or JSON column: the path from `path` (`body.rules.0.message`);
- * null when none does. For what reaches the database another way than a JSON body (a YAML text, a
- * file's values), so that it is refused as the user's mistake it is.
- */
-export function nulCharacterAt(value: unknown, path: string, depth = 0): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (!value || typeof value !== 'object' || depth > 64) return null;
-  for (const [key, child] of Object.entries(value)) {
-    if (key.includes('\u0000')) return `${path}.${key.replaceAll('\u0000', '\\u0000')}`;
-    const found = nulCharacterAt(child, `${path}.${key}`, depth + 1);
-    if (found) return found;
-  }
-  return null;
-}
-
 /** A string PostgreSQL would refuse, where it is, and why (`unstorableTextAt`). */
 export interface TextIssue {
   field: string;
@@ -73,46 +57,44 @@ export interface TextIssue {
   message: string;
 }
 
-const textIssue = (field: string, text: string): TextIssue | null =>
-  text.includes('\u0000')
-    ? { field, rule: 'nul_character', message: 'must not contain the NUL character (U+0000)' }
-    : text.isWellFormed()
-      ? null
-      : { field, rule: 'lone_surrogate', message: 'must be well-formed Unicode text (it holds half of a surrogate pair, as a "\\ud800" escape makes)' };
+const MESSAGES: Record<TextIssue['rule'], string> = {
+  nul_character: 'must not contain the NUL character (U+0000)',
+  lone_surrogate: 'must be well-formed Unicode text (it holds half of a surrogate pair, as a "\\ud800" escape makes)',
+};
+
+const textIssue = (field: string, text: string): TextIssue | null => {
+  const rule = text.includes('\u0000') ? 'nul_character' : text.isWellFormed() ? null : 'lone_surrogate';
+  return rule && { field, rule, message: MESSAGES[rule] };
+};
 
 /**
- * `nulCharacterAt`, and half a character too: a lone surrogate (a JSON or YAML `\ud800` escape),
- * which PostgreSQL's JSON refuses. The first string in `value` (keys included) that holds either,
- * with its path from `path` and the rule it breaks; null when none does.
+ * The first string in `value` (a string, or an object or array of them, keys included) that
+ * PostgreSQL's JSON refuses: one holding the NUL character (U+0000), which no text or JSON column
+ * stores, or half a character (a lone surrogate, as a JSON or YAML `\ud800` escape gives it), with
+ * its path from `path` (`body.rules.0.message`) and the rule it breaks; null when none does. For
+ * what reaches the database another way than a JSON body (a YAML text, a file's values), so that
+ * it is refused as the user's mistake it is. Below 64 levels the rest of a value is looked at
+ * whole, and named by where it starts.
  */
 export function unstorableTextAt(value: unknown, path: string, depth = 0): TextIssue | null {
   if (typeof value === 'string') return textIssue(path, value);
   if (!value || typeof value !== 'object') return null;
-  if (depth > 64) return deepTextIssue(value, path);
+  if (depth > 64) {
+    let json: string;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      return null;
+    }
+    const rule = unstorableJsonEscape(json);
+    return rule && { field: path, rule, message: `${MESSAGES[rule]}, here or deeper` };
+  }
   for (const [key, child] of Object.entries(value)) {
     const inKey = textIssue(`${path}.${key.replaceAll('\u0000', '\\u0000').toWellFormed()}`, key);
     if (inKey) return inKey;
     const found = unstorableTextAt(child, `${path}.${key}`, depth + 1);
     if (found) return found;
   }
-  return null;
-}
-
-// In JSON text: an escape of NUL, or of half a surrogate pair (JSON.stringify writes a whole pair
-// as it is), not an escaped backslash before "u".
-const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
-const HALF_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
-
-/** Below the depth the walk goes: the whole of `value` looked at in its JSON at once, named by where it starts. */
-function deepTextIssue(value: object, path: string): TextIssue | null {
-  let json: string;
-  try {
-    json = JSON.stringify(value);
-  } catch {
-    return null;
-  }
-  if (NUL_ESCAPE.test(json)) return { field: path, rule: 'nul_character', message: 'must not contain the NUL character (U+0000), here or deeper' };
-  if (HALF_ESCAPE.test(json)) return { field: path, rule: 'lone_surrogate', message: 'must be well-formed Unicode text, here and deeper (it holds half of a surrogate pair)' };
   return null;
 }
 

@@ -79,12 +79,17 @@ export async function readDefineXml(path: string): Promise<DefineMetadata> {
   return { standard: optional(mdv, 'MetaDataVersion', 'StandardName') ?? null, datasets, codelists };
 }
 
+/** The element as the file's messages name it: its kind, and its OID when it has one. */
+function named(element: unknown, kind: string): string {
+  const oid = element && typeof element === 'object' ? (element as { OID?: unknown }).OID : undefined;
+  return typeof oid === 'string' ? `${kind} ${oid}` : kind;
+}
+
 /** An attribute an element must have, as text: else the file is refused, naming the element. */
 function required(element: unknown, kind: string, attribute: string): string {
-  const value = element && typeof element === 'object' ? (element as Record<string, unknown>)[attribute] : undefined;
-  if (typeof value === 'string' && value !== '') return value;
-  const oid = element && typeof element === 'object' && typeof (element as { OID?: unknown }).OID === 'string' ? ` ${(element as { OID: string }).OID}` : '';
-  throw new UnreadableFileError(`not a valid Define-XML document: ${kind}${oid} has no ${attribute} attribute`, { rule: 'invalid_define' });
+  const value = optional(element, kind, attribute);
+  if (value) return value;
+  throw new UnreadableFileError(`not a valid Define-XML document: ${named(element, kind)} has no ${attribute} attribute`, { rule: 'invalid_define' });
 }
 
 /**
@@ -94,8 +99,7 @@ function required(element: unknown, kind: string, attribute: string): string {
 function optional(element: unknown, kind: string, attribute: string): string | undefined {
   const value = element && typeof element === 'object' ? (element as Record<string, unknown>)[attribute] : undefined;
   if (value === undefined || typeof value === 'string') return value;
-  const oid = element && typeof element === 'object' && typeof (element as { OID?: unknown }).OID === 'string' ? ` ${(element as { OID: string }).OID}` : '';
-  throw new UnreadableFileError(`not a valid Define-XML document: ${kind}${oid} has ${attribute} as an element, where an attribute of text belongs`, { rule: 'invalid_define' });
+  throw new UnreadableFileError(`not a valid Define-XML document: ${named(element, kind)} has ${attribute} as an element, where an attribute of text belongs`, { rule: 'invalid_define' });
 }
 
 /** Types of a dataset's variables from define.xml: integer and float are numbers. */

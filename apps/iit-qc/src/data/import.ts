@@ -3,7 +3,8 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { byteLimit, nulCharacterAt, type ReceivedFile } from '@fanout/http';
+import { unstorableJsonEscape } from '@fanout/core';
+import { byteLimit, unstorableTextAt, type ReceivedFile } from '@fanout/http';
 import type pg from 'pg';
 import { readSdtmCsv } from './csv.ts';
 import { defineTypes, readDefineXml, type DefineMetadata } from './define-xml.ts';
@@ -68,17 +69,19 @@ export async function currentMetadata<T>(db: pg.Pool | pg.PoolClient, studyId: s
   return rows[0]?.metadata ?? null;
 }
 
-/** A file's text must hold no NUL character (U+0000): PostgreSQL stores it in no text or JSON. */
-function refuseNul(value: unknown, what: string): void {
-  const at = nulCharacterAt(value, '');
-  if (at !== null) throw new UnreadableFileError(`${what}${at ? ` (${at.slice(1)})` : ''} holds the NUL character (U+0000), which no value may hold`, { rule: 'nul_character' });
+/** A file's text must hold no NUL character (U+0000), nor half a character: PostgreSQL stores neither in JSON. */
+function refuseUnstorable(value: unknown, what: string): void {
+  const issue = unstorableTextAt(value, '');
+  if (!issue) return;
+  const held = issue.rule === 'nul_character' ? 'the NUL character (U+0000)' : 'half of a surrogate pair';
+  throw new UnreadableFileError(`${what}${issue.field ? ` (${issue.field.slice(1)})` : ''} holds ${held}, which no value may hold`, { rule: issue.rule });
 }
 
 async function insertRecords(client: pg.PoolClient, datasetId: string, batch: { recno: number; subject: string | null; row: Row }[]) {
   if (batch.length === 0) return;
   const data = batch.map((b) => JSON.stringify(b.row));
-  // JSON writes a NUL as \u0000: one look at the text the batch sends anyway.
-  for (const [i, json] of data.entries()) if (json.includes('\\u0000')) refuseNul(batch[i]!.row, `record ${batch[i]!.recno}`);
+  // JSON writes a NUL (and half a character) as an escape: one look at the text the batch sends anyway.
+  for (const [i, json] of data.entries()) if (unstorableJsonEscape(json)) refuseUnstorable(batch[i]!.row, `record ${batch[i]!.recno}`);
   await client.query(
     'INSERT INTO qc_record (dataset_id, recno, subject, data) SELECT $1, t.recno, t.subject, t.data::jsonb FROM unnest($2::int[], $3::text[], $4::text[]) AS t(recno, subject, data)',
     [datasetId, batch.map((b) => b.recno), batch.map((b) => b.subject), data],
@@ -90,8 +93,8 @@ async function newDataset(
   study: Study,
   d: { name: string; domain: string | null; format: string; file: ReceivedFile; columns: Column[]; metadata?: unknown },
 ): Promise<{ id: string; version: number }> {
-  refuseNul(d.columns, 'a column');
-  refuseNul(d.metadata, 'the file');
+  refuseUnstorable(d.columns, 'a column');
+  refuseUnstorable(d.metadata, 'the file');
   const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0) + 1 AS version FROM qc_dataset WHERE study_id = $1 AND name = $2', [study.id, d.name]);
   const version = rows[0]!.version;
   await client.query('UPDATE qc_dataset SET current = false WHERE study_id = $1 AND name = $2 AND current', [study.id, d.name]);

@@ -6,6 +6,14 @@ const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
 const LONE_SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
 
 /**
+ * What in a text `JSON.stringify` wrote PostgreSQL's JSON refuses: an escaped NUL character, or
+ * an escaped half of a surrogate pair; null when neither is there.
+ */
+export function unstorableJsonEscape(json: string): 'nul_character' | 'lone_surrogate' | null {
+  return NUL_ESCAPE.test(json) ? 'nul_character' : LONE_SURROGATE_ESCAPE.test(json) ? 'lone_surrogate' : null;
+}
+
+/**
  * Why a value cannot be stored as JSON (PostgreSQL's jsonb refuses a NUL character and half a
  * character; a BigInt or a cycle has no JSON), or null when it can.
  */
@@ -17,8 +25,9 @@ export function storableProblem(value: unknown): string | null {
   } catch (error) {
     return `cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`;
   }
-  if (json !== undefined && NUL_ESCAPE.test(json)) return 'contains a NUL character (\\u0000), which PostgreSQL cannot store';
-  if (json !== undefined && LONE_SURROGATE_ESCAPE.test(json)) return 'contains half of a surrogate pair (a lone \\ud800-\\udfff), which PostgreSQL cannot store';
+  const escape = json === undefined ? null : unstorableJsonEscape(json);
+  if (escape === 'nul_character') return 'contains a NUL character (\\u0000), which PostgreSQL cannot store';
+  if (escape === 'lone_surrogate') return 'contains half of a surrogate pair (a lone \\ud800-\\udfff), which PostgreSQL cannot store';
   return null;
 }
 

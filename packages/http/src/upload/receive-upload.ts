@@ -61,10 +61,10 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     // A multipart type without its boundary, say.
     throw issue(400, 'headers.content-type', 'invalid_multipart', `not a usable multipart/form-data type (${(error as Error).message})`);
   }
-  // Each file's write, settled (never left to reject unheard: a body cut short fails the file's
-  // stream too, and an unhandled rejection ends the process), and the file's stream.
-  const writes: Promise<PromiseSettledResult<void>>[] = [];
-  const files: Readable[] = [];
+  // The file being written (one at most): its stream, and how its write ended, null or why it
+  // failed (never a rejection left unheard: a body cut short fails the file's stream too, and an
+  // unhandled rejection ends the process).
+  let writing = null as { stream: Readable; ended: Promise<unknown> } | null;
   // A write the disk refused (full, no permission): the server's fault, not the request's.
   let diskError: Error | null = null;
   parser.on('field', (name, value, info) => {
@@ -74,7 +74,7 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     else fields[name] = value;
   });
   parser.on('file', (name, stream, info) => {
-    if (name !== fieldName || writes.length > 0) {
+    if (name !== fieldName || writing) {
       failure ??= issue(400, `body.${name}`, 'unrecognized_field', `one file is expected, in the field "${fieldName}"`);
       // Drained unread; a body cut short fails it too, heard here (an unheard 'error' ends the process).
       stream.on('error', () => {});
@@ -94,25 +94,23 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     // A name is shown and stored as text: control characters (NUL among them) are refused.
     // eslint-disable-next-line no-control-regex
     if (/[\u0000-\u001f\u007f]/.test(filename)) failure ??= issue(400, `body.${fieldName}.filename`, 'invalid_filename', 'the file name must not contain control characters');
-    files.push(stream);
     const out = createWriteStream(path);
     // (A body cut short destroys it too, with the parser's error: only the file system's has a syscall.)
     out.on('error', (error: NodeJS.ErrnoException) => {
       if (error.syscall) diskError ??= error;
     });
-    const write = pipeline(stream, out).then(() => {
-      received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
-    });
-    writes.push(
-      write.then(
-        () => ({ status: 'fulfilled', value: undefined }),
-        (reason: unknown) => {
-          // The file's stream destroyed, busboy waits for its end forever: the parser goes too.
-          parser.destroy(reason as Error);
-          return { status: 'rejected', reason };
-        },
-      ),
+    const ended = pipeline(stream, out).then(
+      () => {
+        received.file = { path, filename, mimeType: info.mimeType, bytes, sha256: hash.digest('hex') };
+        return null;
+      },
+      (reason: unknown) => {
+        // The file's stream destroyed, busboy waits for its end forever: the parser goes too.
+        parser.destroy(reason as Error);
+        return reason;
+      },
     );
+    writing = { stream, ended };
   });
   const unreadable = (error: unknown) => issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
   try {
@@ -120,9 +118,10 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   } catch (error) {
     failure ??= unreadable(error);
     // The body is cut short or gone (the client went away): a file being written stops here.
-    for (const file of files) file.destroy(error as Error);
+    writing?.stream.destroy(error as Error);
   }
-  for (const write of await Promise.all(writes)) if (write.status === 'rejected') failure ??= unreadable(write.reason);
+  const writeFailure = await writing?.ended;
+  if (writeFailure) failure ??= unreadable(writeFailure);
   if (diskError || failure || !received.file) {
     await rm(path, { force: true });
     // (A 500: its message, which names the server's path, is logged, not sent.)

@@ -279,6 +279,83 @@ describe('retention', () => {
     }
   }, 60_000);
 
+  it("goes on with the maintenance loop while a definition's fan-in or purge hook hangs: deadlines, other definitions' purges and fan-ins; the hung one is logged, and a stop does not wait for it past the grace", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    // The hooks of test_batch hang (and ignore their signal) until the end of the test.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const hung = { fanIn: 0, purge: 0 };
+    const hanging = {
+      ...testDefinition(),
+      async onFinish() {
+        hung.fanIn++;
+        await released;
+      },
+      async onPurge() {
+        hung.purge++;
+        await released;
+      },
+    };
+    const otherFanIns: string[] = [];
+    const other = defineFanout({
+      name: 'other_batch',
+      input: z.object({}),
+      item: z.object({}),
+      listItems: () => [],
+      runItem: () => null,
+      onFinish: (task) => void otherFanIns.push(task.id),
+    });
+    const warnings: Array<{ message: string; data?: Record<string, unknown> }> = [];
+    const quiet = () => {};
+    const logger = { debug: quiet, info: quiet, error: quiet, warn: (message: string, data?: Record<string, unknown>) => void warnings.push({ message, data }) };
+    const app = createAppRuntime({ databaseUrl: db.url, definitions: [hanging, other], logger, maintenance: { intervalMs: 50, fanInLeaseMs: 1000, retentionMs: DAY } });
+    try {
+      // A test_batch task due for its fan-in and one due for purging: both hooks hang.
+      await app.prisma.$executeRaw`
+        WITH tasks AS (
+          INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+          SELECT gen_random_uuid(), 'test_batch', 't', '{}', 'completed', 2, 2, 1, 1, g, now() - interval '3 days', now() - g * interval '2 days', now() - interval '3 days'
+          FROM generate_series(0, 1) g RETURNING id)
+        INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, attempts)
+        SELECT gen_random_uuid(), tasks.id, s, 'k' || s, '{}', 'succeeded', 1 FROM tasks, generate_series(0, 1) s`;
+      await app.fanout.start({ managers: false, children: false, maintenance: true });
+      await waitFor(() => hung.fanIn === 1 && hung.purge === 1, { timeoutMs: 20_000, message: 'both hooks of test_batch running' });
+
+      // Meanwhile: an other_batch task past its deadline, one due for its fan-in and one due for purging.
+      const [late] = await app.prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, round, started_at, dispatched_at, deadline_at)
+        VALUES (gen_random_uuid(), 'other_batch', 't', '{}', 'running', 0, 1, now(), now(), now() - interval '1 second') RETURNING id::text`;
+      const [finished] = await app.prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+        VALUES (gen_random_uuid(), 'other_batch', 't', '{}', 'completed', 0, 0, 1, 1, 0, now(), now(), now()) RETURNING id::text`;
+      const [old] = await app.prisma.$queryRaw<{ id: string }[]>`
+        WITH t AS (
+          INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+          VALUES (gen_random_uuid(), 'other_batch', 't', '{}', 'completed', 1, 1, 1, 1, 1, now() - interval '3 days', now() - interval '2 days', now() - interval '3 days') RETURNING id),
+        i AS (INSERT INTO fanout_item (id, task_id, seq, key, snapshot, status, attempts) SELECT gen_random_uuid(), t.id, 0, 'k', '{}', 'succeeded', 1 FROM t)
+        SELECT id::text FROM t`;
+      await waitFor(
+        async () => {
+          const [lateTask, oldTask] = await Promise.all([app.fanout.getTask(late!.id), app.fanout.getTask(old!.id)]);
+          return lateTask?.stopReason === 'deadline' && lateTask.status !== 'running' && otherFanIns.includes(finished!.id) && oldTask?.purgedAt instanceof Date;
+        },
+        { timeoutMs: 20_000, message: 'the loop stopped the overdue task, ran the other fan-in and purged the other task' },
+      );
+      expect(hung).toEqual({ fanIn: 1, purge: 1 });
+
+      // Still hung after the lease: logged, naming the definition; the hook is not started twice.
+      await waitFor(() => warnings.filter((w) => w.message.includes('have run for')).length >= 2, { timeoutMs: 20_000, message: 'the hung hooks logged' });
+      expect(warnings.filter((w) => w.message.includes('have run for')).map((w) => w.data)).toEqual([{ definitions: ['test_batch'] }, { definitions: ['test_batch'] }]);
+      expect(hung).toEqual({ fanIn: 1, purge: 1 });
+
+      // A stop waits for the hooks through the grace only.
+      await expect(app.fanout.stop({ graceMs: 200 })).resolves.toBeUndefined();
+    } finally {
+      release();
+      await app.close();
+    }
+  }, 60_000);
+
   it("sets pg-boss's retention of the child queue's done jobs to match a retention shorter than an hour", async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });
     const deletion = async (app: ReturnType<typeof createAppRuntime>) =>

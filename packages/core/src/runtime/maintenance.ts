@@ -58,8 +58,20 @@ export function retentionMargin(retentionMs: number): number {
  * - run pending fan-ins: finished tasks whose fan-in hook has not run get it run;
  * - retention (when `retentionMs` is set): items and logs of tasks finished long ago are deleted;
  * - vacuum (unless turned off): tables with many dead rows are vacuumed.
+ *
+ * Fan-ins and purges run the app's hooks, which may take long, or hang. They run in lanes (see
+ * `startHookLanes`) that a pass starts only when their run of an earlier pass has settled; with
+ * `awaitHooks: false` (the maintenance loop) the pass does not wait for them, so a hook that hangs
+ * holds up its own definition's fan-ins or purges in this process, never the recoveries,
+ * deadlines, endings or other definitions.
  */
-export async function maintenancePass(ctx: RuntimeContext, settings: MaintenanceSettings, kinds: readonly string[], maxRunningTasks: number | null = null): Promise<void> {
+export async function maintenancePass(
+  ctx: RuntimeContext,
+  settings: MaintenanceSettings,
+  kinds: readonly string[],
+  maxRunningTasks: number | null = null,
+  options: { awaitHooks?: boolean } = {},
+): Promise<void> {
   // Each step is timed into the process's stats (its presence report), so an operator sees which
   // of the loop's queries grows with the tables.
   const timed = async (step: string, run: () => Promise<void>) => {
@@ -74,15 +86,79 @@ export async function maintenancePass(ctx: RuntimeContext, settings: Maintenance
   await timed('overdue', () => stopOverdue(ctx));
   await timed('reconcile', () => reconcileIdle(ctx, settings, maxRunningTasks));
   await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
-  await timed('fanIn', () => runFanIns(ctx, null, kinds, settings.fanInLeaseMs));
-  const { retentionMs } = settings;
-  if (retentionMs !== null && ctx.store.purgeFinished) await timed('retention', () => purgeFinished(ctx, settings, retentionMs, kinds));
-  // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
-  if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
+  const hooks = startHookLanes(ctx, settings, kinds, timed);
+  try {
+    // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
+    if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
 
-  // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
-  // (in whichever process) clears them.
-  if (Math.random() < 0.02) await ctx.store.pruneOperations(24 * 3600_000);
+    // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
+    // (in whichever process) clears them.
+    if (Math.random() < 0.02) await ctx.store.pruneOperations(24 * 3600_000);
+  } finally {
+    if (options.awaitHooks === false) {
+      for (const run of hooks) run.catch((error: unknown) => ctx.reportError(error, 'maintenance pass'));
+    }
+  }
+  if (options.awaitHooks !== false) await Promise.all(hooks);
+}
+
+/** Per runtime: the hook lanes running, by lane. */
+const hookRuns = new WeakMap<RuntimeContext, Map<string, Promise<void>>>();
+
+/**
+ * Starts the fan-ins and the retention of `kinds`, each in lanes: one lane for the definitions
+ * without the step's hook (their fan-ins or purges are queries only), and one lane per definition
+ * with it, so that its hook, however long it runs, holds up no other. A lane whose earlier run has
+ * not settled is not started again (another process takes the lane's work meanwhile: a hook's run
+ * is held under a lease, renewed while it runs). A run still going after `fanInLeaseMs` is logged.
+ * Resolves the runs started.
+ */
+function startHookLanes(
+  ctx: RuntimeContext,
+  settings: MaintenanceSettings,
+  kinds: readonly string[],
+  timed: (step: string, run: () => Promise<void>) => Promise<void>,
+): Promise<void>[] {
+  let running = hookRuns.get(ctx);
+  if (!running) hookRuns.set(ctx, (running = new Map()));
+  const lanes = running;
+  const started: Promise<void>[] = [];
+  const start = (step: 'fanIn' | 'retention', hooked: (kind: string) => boolean, work: (kinds: string[]) => Promise<void>) => {
+    const plain = kinds.filter((kind) => !hooked(kind));
+    const groups = [...(plain.length > 0 ? [{ lane: step, kinds: plain }] : []), ...kinds.filter(hooked).map((kind) => ({ lane: `${step}:${kind}`, kinds: [kind] }))];
+    for (const group of groups) {
+      if (lanes.has(group.lane)) continue;
+      const began = Date.now();
+      const slow = setTimeout(() => {
+        ctx.logger.warn(`the ${step === 'fanIn' ? 'fan-ins' : 'purges'} of this process have run for ${Math.round((Date.now() - began) / 1000)} s; it starts no other of these definitions until they settle (other processes do)`, {
+          definitions: group.kinds,
+        });
+      }, settings.fanInLeaseMs);
+      slow.unref();
+      const run = timed(step, () => work(group.kinds)).finally(() => {
+        clearTimeout(slow);
+        lanes.delete(group.lane);
+      });
+      lanes.set(
+        group.lane,
+        run.catch(() => {
+          // Reported by whoever waits for the run (the pass, or the loop).
+        }),
+      );
+      started.push(run);
+    }
+  };
+  start('fanIn', (kind) => Boolean(ctx.definition(kind).onFinish), (laneKinds) => runFanIns(ctx, null, laneKinds, settings.fanInLeaseMs));
+  const { retentionMs } = settings;
+  if (retentionMs !== null && ctx.store.purgeFinished) {
+    start('retention', (kind) => Boolean(ctx.definition(kind).onPurge), (laneKinds) => purgeFinished(ctx, settings, retentionMs, laneKinds));
+  }
+  return started;
+}
+
+/** Resolves once the hook lanes running in this process have settled. */
+export async function maintenanceHooksIdle(ctx: RuntimeContext): Promise<void> {
+  await Promise.all(hookRuns.get(ctx)?.values() ?? []);
 }
 
 /** Tables with many dead rows are vacuumed (once a table is done, the other processes find nothing to do). */

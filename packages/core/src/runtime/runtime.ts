@@ -36,7 +36,7 @@ import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { childLogger, consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
-import { maintenancePass, retentionMargin, withPurgeLease, type MaintenanceSettings } from './maintenance.ts';
+import { maintenanceHooksIdle, maintenancePass, retentionMargin, withPurgeLease, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
 import { uuidv7 } from '../store/ids.ts';
@@ -410,7 +410,9 @@ export class Fanout implements AsyncDisposable {
       const schedule = () => {
         const jitter = Math.random() * this.#maintenance.intervalMs * 0.2;
         this.#maintenanceTimer = setTimeout(() => {
-          this.#maintenancePassRunning = this.runMaintenance()
+          // The loop does not wait for the app's hooks (fan-ins, purges): one that hangs holds up
+          // its own definition's, not the next passes.
+          this.#maintenancePassRunning = maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()], this.#scheduling.maxRunningTasksPerTenant, { awaitHooks: false })
             .catch((error) => this.#reportError(error, 'maintenance pass'))
             .finally(() => {
               this.#maintenancePassRunning = null;
@@ -709,8 +711,10 @@ export class Fanout implements AsyncDisposable {
   }
 
   /**
-   * Runs one maintenance pass now: the maintenance loop (started with `maintenance: true`) runs the
-   * same every `maintenance.intervalMs`.
+   * Runs one maintenance pass now, and resolves once the fan-ins and purges it started have run:
+   * the maintenance loop (started with `maintenance: true`) runs the same every
+   * `maintenance.intervalMs`, without waiting for those. A definition's fan-ins (or purges) still
+   * running from an earlier pass of this process are not started again.
    */
   async runMaintenance(): Promise<void> {
     await maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()], this.#scheduling.maxRunningTasksPerTenant);
@@ -763,6 +767,11 @@ export class Fanout implements AsyncDisposable {
         for (const queue of this.#workedQueues) await this.#boss.offWork(queue, { wait: true });
       }
       await this.#maintenancePassRunning;
+      // The hooks' signals abort after the grace; one that ignores it is not waited for long (its
+      // lease lapses, and another process runs it again).
+      let hooksTimer: NodeJS.Timeout | undefined;
+      await Promise.race([maintenanceHooksIdle(this.#ctx), new Promise<void>((resolve) => (hooksTimer = setTimeout(resolve, graceMs + STOP_MARGIN_MS)))]);
+      clearTimeout(hooksTimer);
       await this.#children?.drain();
       await this.#endings.idle();
       await this.#itemLogs.drain();

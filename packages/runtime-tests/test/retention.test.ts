@@ -279,11 +279,13 @@ describe('retention', () => {
     }
   }, 60_000);
 
-  it("goes on with the maintenance loop while a definition's fan-in or purge hook hangs: deadlines, other definitions' purges and fan-ins; the hung one is logged, and a stop does not wait for it past the grace", async () => {
+  it("goes on with the maintenance loop while a definition's fan-in or purge hook hangs: deadlines, other definitions' purges and fan-ins; the hung one is logged, a pass run by hand waits for it, and a stop does not wait for it past the grace", async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });
-    // The hooks of test_batch hang (and ignore their signal) until the end of the test.
+    // The hooks of test_batch hang (and ignore their signal) until the test lets them go.
     let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    let released!: Promise<void>;
+    const gate = () => (released = new Promise<void>((resolve) => (release = resolve)));
+    gate();
     const hung = { fanIn: 0, purge: 0 };
     const hanging = {
       ...testDefinition(),
@@ -348,7 +350,21 @@ describe('retention', () => {
       expect(warnings.filter((w) => w.message.includes('have run for')).map((w) => w.data)).toEqual([{ definitions: ['test_batch'] }, { definitions: ['test_batch'] }]);
       expect(hung).toEqual({ fanIn: 1, purge: 1 });
 
-      // A stop waits for the hooks through the grace only.
+      // A pass run by hand waits for them, then runs the lanes again: once they are let go, the
+      // fan-in's round is recorded and the purge ended.
+      const manual = app.fanout.runMaintenance();
+      release();
+      await manual;
+      expect(
+        await app.prisma.$queryRaw`SELECT count(*) FILTER (WHERE fanin_round < round)::int AS fan_ins, count(*) FILTER (WHERE purging)::int AS purging FROM fanout_task WHERE kind = 'test_batch'`,
+      ).toEqual([{ fan_ins: 0, purging: 0 }]);
+
+      // A stop waits for a hung hook through the grace only.
+      gate();
+      await app.prisma.$executeRaw`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+        VALUES (gen_random_uuid(), 'test_batch', 't', '{}', 'completed', 0, 0, 1, 1, 0, now(), now(), now())`;
+      await waitFor(() => hung.fanIn === 2, { timeoutMs: 20_000, message: 'the fan-in hook hung again' });
       await expect(app.fanout.stop({ graceMs: 200 })).resolves.toBeUndefined();
     } finally {
       release();

@@ -60,10 +60,11 @@ export function retentionMargin(retentionMs: number): number {
  * - vacuum (unless turned off): tables with many dead rows are vacuumed.
  *
  * Fan-ins and purges run the app's hooks, which may take long, or hang. They run in lanes (see
- * `startHookLanes`) that a pass starts only when their run of an earlier pass has settled; with
- * `awaitHooks: false` (the maintenance loop) the pass does not wait for them, so a hook that hangs
- * holds up its own definition's fan-ins or purges in this process, never the recoveries,
- * deadlines, endings or other definitions.
+ * `startHookLanes`). With `awaitHooks: false` (the maintenance loop) the pass starts a lane only
+ * when its run of an earlier pass has settled, and does not wait for it, so a hook that hangs holds
+ * up its own definition's fan-ins or purges in this process, never the recoveries, deadlines,
+ * endings or other definitions. Otherwise (`runMaintenance`) it waits for a lane's earlier run,
+ * then runs it again, and resolves once all have run.
  */
 export async function maintenancePass(
   ctx: RuntimeContext,
@@ -86,7 +87,7 @@ export async function maintenancePass(
   await timed('overdue', () => stopOverdue(ctx));
   await timed('reconcile', () => reconcileIdle(ctx, settings, maxRunningTasks));
   await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
-  const hooks = startHookLanes(ctx, settings, kinds, timed);
+  const hooks = startHookLanes(ctx, settings, kinds, options.awaitHooks !== false, timed);
   try {
     // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
     if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
@@ -109,14 +110,15 @@ const hookRuns = new WeakMap<RuntimeContext, Map<string, Promise<void>>>();
  * Starts the fan-ins and the retention of `kinds`, each in lanes: one lane for the definitions
  * without the step's hook (their fan-ins or purges are queries only), and one lane per definition
  * with it, so that its hook, however long it runs, holds up no other. A lane whose earlier run has
- * not settled is not started again (another process takes the lane's work meanwhile: a hook's run
- * is held under a lease, renewed while it runs). A run still going after `fanInLeaseMs` is logged.
- * Resolves the runs started.
+ * not settled is skipped (another process takes the lane's work meanwhile: a hook's run is held
+ * under a lease, renewed while it runs), or with `wait` started again once it settled. A run still
+ * going after `fanInLeaseMs` is logged. Resolves the runs started.
  */
 function startHookLanes(
   ctx: RuntimeContext,
   settings: MaintenanceSettings,
   kinds: readonly string[],
+  wait: boolean,
   timed: (step: string, run: () => Promise<void>) => Promise<void>,
 ): Promise<void>[] {
   let running = hookRuns.get(ctx);
@@ -124,28 +126,29 @@ function startHookLanes(
   const lanes = running;
   const started: Promise<void>[] = [];
   const start = (step: 'fanIn' | 'retention', hooked: (kind: string) => boolean, work: (kinds: string[]) => Promise<void>) => {
-    const plain = kinds.filter((kind) => !hooked(kind));
-    const groups = [...(plain.length > 0 ? [{ lane: step, kinds: plain }] : []), ...kinds.filter(hooked).map((kind) => ({ lane: `${step}:${kind}`, kinds: [kind] }))];
-    for (const group of groups) {
-      if (lanes.has(group.lane)) continue;
+    const launch = (lane: string, laneKinds: string[]) => {
       const began = Date.now();
       const slow = setTimeout(() => {
         ctx.logger.warn(`the ${step === 'fanIn' ? 'fan-ins' : 'purges'} of this process have run for ${Math.round((Date.now() - began) / 1000)} s; it starts no other of these definitions until they settle (other processes do)`, {
-          definitions: group.kinds,
+          definitions: laneKinds,
         });
       }, settings.fanInLeaseMs);
       slow.unref();
-      const run = timed(step, () => work(group.kinds)).finally(() => {
+      const run = timed(step, () => work(laneKinds)).finally(() => {
         clearTimeout(slow);
-        lanes.delete(group.lane);
+        if (lanes.get(lane) === settled) lanes.delete(lane);
       });
-      lanes.set(
-        group.lane,
-        run.catch(() => {
-          // Reported by whoever waits for the run (the pass, or the loop).
-        }),
-      );
-      started.push(run);
+      // (Its failure is reported by whoever waits for the run: the pass, or the loop.)
+      const settled = run.catch(() => {});
+      lanes.set(lane, settled);
+      return run;
+    };
+    const plain = kinds.filter((kind) => !hooked(kind));
+    const groups = [...(plain.length > 0 ? [{ lane: step, kinds: plain }] : []), ...kinds.filter(hooked).map((kind) => ({ lane: `${step}:${kind}`, kinds: [kind] }))];
+    for (const { lane, kinds: laneKinds } of groups) {
+      const busy = lanes.get(lane);
+      if (!busy) started.push(launch(lane, laneKinds));
+      else if (wait) started.push(busy.then(() => launch(lane, laneKinds)));
     }
   };
   start('fanIn', (kind) => Boolean(ctx.definition(kind).onFinish), (laneKinds) => runFanIns(ctx, null, laneKinds, settings.fanInLeaseMs));

@@ -714,7 +714,7 @@ export class Fanout implements AsyncDisposable {
    * Runs one maintenance pass now, and resolves once the fan-ins and purges it started have run:
    * the maintenance loop (started with `maintenance: true`) runs the same every
    * `maintenance.intervalMs`, without waiting for those. A definition's fan-ins (or purges) still
-   * running from an earlier pass of this process are not started again.
+   * running from an earlier pass of this process are waited for, then run again.
    */
   async runMaintenance(): Promise<void> {
     await maintenancePass(this.#ctx, this.#maintenance, [...this.#definitions.keys()], this.#scheduling.maxRunningTasksPerTenant);

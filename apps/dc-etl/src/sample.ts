@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Fanout } from '@fanout/core';
@@ -24,40 +25,45 @@ export interface SampleContext {
 /**
  * Sample data for a local run: the COVID testing extract and the messy spreadsheet with their
  * specs, stored as uploads, and one load of each started, so the console opens on real rejects,
- * duplicate groups and profiles.
+ * duplicate groups and profiles. A sample with a load of its file is left alone; a start stopped
+ * before a sample's load takes up its stored upload and spec at the next one. Returns a line to
+ * print when it started any load.
  */
 export async function seedSample(ctx: SampleContext, tenant: string): Promise<string | void> {
-  const existing = await ctx.pool.query('SELECT 1 FROM etl_upload WHERE tenant = $1 LIMIT 1', [tenant]);
-  if (existing.rowCount) return;
   const started: string[] = [];
   for (const sample of SAMPLES) {
     const path = new URL(sample.file, DATA).pathname;
-    const bytes = await readFile(path);
-    const uploadId = randomUUID();
-    const target = ctx.storage.path(uploadKey(uploadId));
-    await mkdir(dirname(target), { recursive: true });
-    await copyFile(path, target);
     const filename = sample.file.split('/').pop()!;
-    await ctx.pool.query('INSERT INTO etl_upload (id, tenant, filename, storage_key, bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)', [
-      uploadId,
-      tenant,
-      filename,
-      uploadKey(uploadId),
-      bytes.length,
-      createHash('sha256').update(bytes).digest('hex'),
-    ]);
+    const bytes = await readFile(path);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const loaded = await ctx.pool.query('SELECT 1 FROM etl_load l JOIN etl_upload u ON u.id = l.upload_id WHERE l.tenant = $1 AND u.filename = $2 AND u.sha256 = $3 LIMIT 1', [tenant, filename, sha256]);
+    if (loaded.rowCount) continue;
+
+    const stored = await ctx.pool.query<{ id: string }>('SELECT id FROM etl_upload WHERE tenant = $1 AND filename = $2 AND sha256 = $3 ORDER BY created_at LIMIT 1', [tenant, filename, sha256]);
+    let uploadId = stored.rows[0]?.id;
+    if (!uploadId || !existsSync(ctx.storage.path(uploadKey(uploadId)))) {
+      uploadId = randomUUID();
+      const target = ctx.storage.path(uploadKey(uploadId));
+      await mkdir(dirname(target), { recursive: true });
+      await copyFile(path, target);
+      await ctx.pool.query('INSERT INTO etl_upload (id, tenant, filename, storage_key, bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)', [uploadId, tenant, filename, uploadKey(uploadId), bytes.length, sha256]);
+    }
     const text = await readFile(new URL(sample.spec, DATA), 'utf8');
     const compiled = compileSpec(parseSpec(text));
-    const specId = randomUUID();
-    await ctx.pool.query('INSERT INTO etl_spec (id, tenant, text, spec, sha256, version, target) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-      specId,
-      tenant,
-      text,
-      JSON.stringify(compiled.spec),
-      compiled.hash,
-      compiled.spec.version,
-      compiled.spec.target,
-    ]);
+    const storedSpec = await ctx.pool.query<{ id: string }>('SELECT id FROM etl_spec WHERE tenant = $1 AND sha256 = $2 AND text = $3 ORDER BY created_at LIMIT 1', [tenant, compiled.hash, text]);
+    let specId = storedSpec.rows[0]?.id;
+    if (!specId) {
+      specId = randomUUID();
+      await ctx.pool.query('INSERT INTO etl_spec (id, tenant, text, spec, sha256, version, target) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        specId,
+        tenant,
+        text,
+        JSON.stringify(compiled.spec),
+        compiled.hash,
+        compiled.spec.version,
+        compiled.spec.target,
+      ]);
+    }
     const input = { uploadId, specId, label: `${filename} to ${compiled.spec.target}`, ...(sample.chunkRecords ? { chunkRecords: sample.chunkRecords } : {}) };
     const task = await ctx.fanout.submit(ctx.definition, input, { tenant });
     await ctx.pool.query(`INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`, [
@@ -69,5 +75,5 @@ export async function seedSample(ctx: SampleContext, tenant: string): Promise<st
     ]);
     started.push(filename);
   }
-  return `samples:  ${started.join(' and ')} (specs in apps/dc-etl/data/specs), a load of each started`;
+  if (started.length > 0) return `samples:  ${started.join(' and ')} (specs in apps/dc-etl/data/specs), a load of each started`;
 }

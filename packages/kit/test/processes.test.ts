@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, waitFor } from '@fanout/testdb';
 import pg from 'pg';
@@ -121,6 +123,121 @@ describe('process runners', () => {
       await waitFor(async () => (await t.rt.fanout.getTask(id))?.status === 'completed', { message: 'the local task' });
     } finally {
       await local.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const localMain = fileURLToPath(new URL('./fixtures/local-main.ts', import.meta.url));
+
+/** A local run of the echo app in a process of its own; `until` resolves once its output has `text`. */
+function spawnLocal(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--conditions=dev-source', '--no-warnings', localMain], {
+    env: { PATH: process.env.PATH, FANOUT_TOKENS: '', PORT: '0', FANOUT_LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    output: () => out,
+    until: (text: string) => waitFor(() => out.includes(text) || child.exitCode !== null, { timeoutMs: 60_000, message: `"${text}" in: ${out}` }).then(() => out),
+  };
+}
+
+describe('local runs', () => {
+  it('one run per data folder: a second one fails at once naming the first, which goes on; a lock left by a killed run is taken over; FANOUT_DATA_DIR wins', async () => {
+    await using db = await createTestDatabase({ name: 'local_lock' });
+    const dataDir = fileURLToPath(new URL(`../../../.test-artifacts/kit-lock-${process.pid}`, import.meta.url));
+    rmSync(dataDir, { recursive: true, force: true });
+    const first = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir });
+    try {
+      const shown = await first.until('Ctrl-C stops');
+      const api = /API: {6}(\S+)/.exec(shown)![1]!;
+      const token = /#token=(\S+)/.exec(shown)![1]!;
+      const second = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir });
+      expect(await second.exited).toBe(1);
+      expect(second.output().trim()).toBe(
+        `fanout: another run is using ${dataDir} (PID ${first.child.pid}): stop it first (Ctrl-C in its terminal, or kill -INT ${first.child.pid}), or give this one another folder with FANOUT_DATA_DIR`,
+      );
+      // The first run still answers.
+      expect((await fetch(`${api}/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      first.child.kill('SIGINT');
+      expect(await first.exited).toBe(0);
+      expect(existsSync(join(dataDir, 'run.pid'))).toBe(false);
+
+      // A run killed with SIGKILL leaves its lock; the next run takes it over.
+      const killed = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir });
+      await killed.until('Ctrl-C stops');
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      expect(readFileSync(join(dataDir, 'run.pid'), 'utf8')).toBe(String(killed.child.pid));
+      const next = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir });
+      await next.until('Ctrl-C stops');
+      next.child.kill('SIGTERM');
+      expect(await next.exited, next.output()).toBe(0);
+
+      // FANOUT_DATA_DIR, when set, is where the run keeps its files.
+      const elsewhere = `${dataDir}-elsewhere`;
+      const moved = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir, FANOUT_DATA_DIR: elsewhere });
+      expect(await moved.until('Ctrl-C stops')).toContain(`data stays in ${elsewhere}.`);
+      expect(existsSync(join(elsewhere, 'local-token'))).toBe(true);
+      moved.child.kill('SIGINT');
+      expect(await moved.exited).toBe(0);
+      rmSync(elsewhere, { recursive: true, force: true });
+    } finally {
+      first.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('Ctrl-C during start-up lets the sample load under way finish, then stops cleanly without serving', async () => {
+    await using db = await createTestDatabase({ name: 'local_interrupt' });
+    const dataDir = fileURLToPath(new URL(`../../../.test-artifacts/kit-interrupt-${process.pid}`, import.meta.url));
+    const run = spawnLocal({ DATABASE_URL: db.url, LOCAL_DATA_DIR: dataDir, ECHO_SEED_WAITS_FOR_SIGINT: '1' });
+    try {
+      await run.until('SEEDING');
+      run.child.kill('SIGINT');
+      expect(await run.exited, run.output()).toBe(0);
+      expect(run.output()).toContain('stopping:');
+      expect(run.output()).toContain('stopped.');
+      expect(run.output()).not.toContain('console:');
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        expect((await client.query("SELECT text FROM echo_mark WHERE tenant = '(seed)'")).rows).toEqual([{ text: 'loaded' }]);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      run.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('start-up mistakes are found before anything starts and name what to change: a port in use, PORT too high for the apps, a DATABASE_URL that does not parse or answer', async () => {
+    await using db = await createTestDatabase({ name: 'local_mistakes' });
+    const dataDir = fileURLToPath(new URL(`../../../.test-artifacts/kit-mistakes-${process.pid}`, import.meta.url));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const lines: string[] = [];
+    const local = (env: Record<string, string>, apps = [echo]) => runLocal(apps, { dataDir, env: { ...TEST_ENV, FANOUT_TOKENS: '', ...env } as Record<string, string>, signals: false, print: (l) => lines.push(l) });
+    try {
+      await expect(local({ DATABASE_URL: db.url, PORT: String(port) })).rejects.toThrow(`port ${port} (Echo's console and API) is in use by another program: stop it, or set PORT to another port`);
+      await expect(local({ DATABASE_URL: db.url, PORT: '65535' }, [echo, echo])).rejects.toThrow('invalid configuration: PORT: must leave room for 2 apps on the ports from it up: at most 65534 (got 65535)');
+      await expect(local({ DATABASE_URL: 'postgres://x:y@[::1:5432/db' })).rejects.toThrow('invalid configuration: DATABASE_URL: must be a postgres:// or postgresql:// connection URL');
+      const refused = local({ DATABASE_URL: 'postgres://someone:hunter2@127.0.0.1:1/db' });
+      await expect(refused).rejects.toThrow(/^DATABASE_URL \(someone@127\.0\.0\.1:1\/db\): .*ECONNREFUSED/);
+      await expect(refused).rejects.not.toThrow(/hunter2/);
+      // Nothing started, nothing printed, the folder left free.
+      expect(lines).toEqual([]);
+      expect(existsSync(join(dataDir, 'run.pid'))).toBe(false);
+    } finally {
+      taken.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

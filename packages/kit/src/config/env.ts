@@ -22,7 +22,9 @@ export function intVar(options: { min: number; max?: number }) {
 /** A string variable. */
 export const stringVar = () => z.string();
 
-const postgresUrl = z.string().regex(/^postgres(ql)?:\/\/\S+$/, { error: 'must be a postgres:// or postgresql:// connection URL' });
+const postgresUrl = z
+  .string()
+  .refine((url) => /^postgres(ql)?:\/\/\S+$/.test(url) && URL.canParse(url), { error: 'must be a postgres:// or postgresql:// connection URL' });
 
 const WEIGHTS_RULE = 'must be tenant=weight pairs separated by commas, each weight a number above 0 and at most 100';
 const tenantWeights = z.string().transform((spec, ctx): Record<string, number> => {

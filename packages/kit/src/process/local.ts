@@ -1,20 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
 import { broadcastRuntimeEvents, TaskEventPublisher, TaskEventSubscriber } from '@fanout/sse-pg';
-import { applyMigrations, localDatabase } from '@fanout/testdb';
+import { applyMigrations, localDatabase, type LocalDatabase } from '@fanout/testdb';
 import { appMigrations, openApp, type AppRuntime } from '../app/app-runtime.ts';
 import type { AppSpec, LocalService } from '../app/define-app.ts';
 import { parseTokens, tokenAuthenticator, withToken } from '../auth/tokens.ts';
-import { loadEnv } from '../config/env.ts';
+import { ConfigError, loadEnv } from '../config/env.ts';
 import { apiPrefix, appHttp } from '../http/app-http.ts';
 import type { RunningProcess } from './api.ts';
 import { serveMetrics, type MetricsEndpoint } from '../telemetry/process-metrics.ts';
+import { lockRun } from './run-lock.ts';
 import { listen, type Listening } from './serve.ts';
 import { onShutdown } from './shutdown.ts';
 
 export interface LocalOptions {
-  /** Where local data lives between runs (the embedded database, the token, app files). */
+  /** Where local data lives between runs (the embedded database, the token, app files); `FANOUT_DATA_DIR`, when set, wins. */
   dataDir: string;
   /** @default process.env */
   env?: Record<string, string | undefined>;
@@ -40,44 +42,110 @@ function localToken(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+/** Where the database of `url` is, for a message: its user, host, port and name (never a password). */
+function describeDatabase(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.username ? `${decodeURIComponent(u.username)}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return 'DATABASE_URL';
+  }
+}
+
+/** Fails naming the port, its app and the variable that moves it when `port` cannot be listened on. */
+async function checkPort(port: number, host: string, owner: string, variable: string): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const why =
+        error.code === 'EADDRINUSE' ? `port ${port} (${owner}) is in use by another program: stop it, or set ${variable} to another port`
+        : error.code === 'EACCES' ? `port ${port} (${owner}) needs privileges this process does not have: set ${variable} to a port above 1023`
+        : error.code === 'ENOTFOUND' || error.code === 'EADDRNOTAVAIL' ? `HOST: cannot listen on ${JSON.stringify(host)} (${error.code})`
+        : `port ${port} (${owner}): ${error.message}`;
+      reject(new Error(why));
+    });
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
 /**
  * Runs apps on one machine, in this process: one database (an embedded PostgreSQL in
  * `dataDir` unless `DATABASE_URL` is set) with every app's migrations, each app's sample data
  * and local services, an API and a worker per app, each app on its own port (`PORT`, or the
  * app's `local.port`, the next ones counting up). Prints each console's URL with a local
  * operator token.
+ *
+ * One run per data folder (`FANOUT_DATA_DIR` when set, else `dataDir`): a second one fails at once,
+ * naming the first. The ports are checked before anything starts. A SIGINT or SIGTERM during
+ * start-up lets the step under way finish (a sample half loaded would stay so), then stops.
  */
 export async function runLocal(apps: readonly AppSpec<any, any, any>[], options: LocalOptions): Promise<RunningProcess & { apps: LocalApp[] }> {
   const source = options.env ?? process.env;
   const print = options.print ?? ((line: string) => console.log(line));
   const tenant = options.tenant ?? 'local';
   const common = loadEnv({}, source);
-  mkdirSync(options.dataDir, { recursive: true });
-  const token = localToken(options.dataDir);
-  const tokens = withToken(common.FANOUT_TOKENS ?? parseTokens(''), token, { tenant, role: 'operator' });
-  const authenticate = tokenAuthenticator(tokens);
+  const dataDir = source.FANOUT_DATA_DIR ? resolve(source.FANOUT_DATA_DIR) : options.dataDir;
+  const ports = apps.map((app, index) => (common.PORT === undefined ? (app.local?.port ?? 3000 + index) : common.PORT === 0 ? 0 : common.PORT + index));
+  if (common.PORT !== undefined && common.PORT + apps.length - 1 > 65535) {
+    throw new ConfigError([{ variable: 'PORT', rule: `must leave room for ${apps.length} apps on the ports from it up: at most ${65536 - apps.length} (got ${common.PORT})` }]);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const lock = lockRun(dataDir);
 
-  const db = await localDatabase('fanout', options.dataDir, common.DATABASE_URL);
   const services: LocalService[] = [];
   const runtimes: AppRuntime<any, any, any>[] = [];
   const servers: Listening[] = [];
+  let db: LocalDatabase | null = null;
   let publisher: TaskEventPublisher | null = null;
   let subscriber: TaskEventSubscriber | null = null;
   let metrics: MetricsEndpoint | null = null;
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
-      await Promise.all(servers.map((s) => s.close()));
-      await subscriber?.close();
-      await Promise.all(runtimes.map((rt) => rt.close()));
-      await publisher?.close();
-      await Promise.all(services.map((s) => s.close()));
-      await metrics?.close();
-      await db.stop();
+      try {
+        await Promise.all(servers.map((s) => s.close()));
+        await subscriber?.close();
+        await Promise.all(runtimes.map((rt) => rt.close()));
+        await publisher?.close();
+        await Promise.all(services.map((s) => s.close()));
+        await metrics?.close();
+        await db?.stop();
+      } finally {
+        lock.release();
+      }
     })());
 
-  try {
-    await applyMigrations(db.url, [...new Set(apps.flatMap(appMigrations))]);
+  // A signal during start-up is heard from the start: the step under way finishes, then all stops.
+  const interrupted = new AbortController();
+  let startup: Promise<unknown> = Promise.resolve();
+  if (options.signals ?? true) {
+    onShutdown(async () => {
+      print('stopping: letting running items finish, then the database…');
+      interrupted.abort();
+      await startup.catch(() => {});
+      await stop();
+      print('stopped.');
+    }, print);
+  }
+  const step = () => interrupted.signal.throwIfAborted();
+
+  const start = async (): Promise<LocalApp[]> => {
+    for (const [index, app] of apps.entries()) await checkPort(ports[index]!, common.HOST, `${app.title}'s console and API`, 'PORT');
+    if (common.FANOUT_METRICS_PORT !== undefined) await checkPort(common.FANOUT_METRICS_PORT, common.FANOUT_METRICS_HOST, 'the metrics listener', 'FANOUT_METRICS_PORT');
+    const token = localToken(dataDir);
+    const tokens = withToken(common.FANOUT_TOKENS ?? parseTokens(''), token, { tenant, role: 'operator' });
+    const authenticate = tokenAuthenticator(tokens);
+    db = await localDatabase('fanout', dataDir, common.DATABASE_URL);
+    step();
+    try {
+      await applyMigrations(db.url, [...new Set(apps.flatMap(appMigrations))]);
+    } catch (error) {
+      // The first connection: a wrong address or password is the operator's DATABASE_URL.
+      if (db.embedded) throw error;
+      throw new Error(`DATABASE_URL (${describeDatabase(db.url)}): ${(error as Error).message}`, { cause: error });
+    }
+    step();
     publisher = new TaskEventPublisher({ connectionString: db.url });
     subscriber = new TaskEventSubscriber({ connectionString: db.url, applicationName: 'fanout-local-listen' });
     await subscriber.start();
@@ -88,16 +156,21 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     }
     const started: LocalApp[] = [];
     for (const [index, app] of apps.entries()) {
+      step();
       const own = (await app.local?.services?.()) ?? [];
       services.push(...own);
-      const env = loadEnv(app.env ?? {}, { ...Object.assign({}, ...own.map((s) => s.env ?? {})), ...source, DATABASE_URL: db.url, FANOUT_DATA_DIR: options.dataDir });
+      const env = loadEnv(app.env ?? {}, { ...Object.assign({}, ...own.map((s) => s.env ?? {})), ...source, DATABASE_URL: db.url, FANOUT_DATA_DIR: dataDir });
       const rt = await openApp(app, { env, role: 'local', databaseUrl: db.url, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
       runtimes.push(rt);
       broadcastRuntimeEvents(rt.fanout.events, publisher);
       await rt.fanout.start({ role: 'local' });
+      step();
       const seeded = await app.local?.seed?.(rt.ctx, tenant);
-      const port = common.PORT === undefined ? (app.local?.port ?? 3000 + index) : common.PORT === 0 ? 0 : common.PORT + index;
-      const server = await listen(appHttp(rt, { authenticate, subscriber }), { port, host: common.HOST });
+      step();
+      const server = await listen(appHttp(rt, { authenticate, subscriber }), { port: ports[index]!, host: common.HOST }).catch((error: NodeJS.ErrnoException) => {
+        // Taken since the check at start-up.
+        throw error.code === 'EADDRINUSE' ? new Error(`port ${ports[index]} (${app.title}'s console and API) is in use by another program: stop it, or set PORT to another port`) : error;
+      });
       servers.push(server);
       const entry = { name: app.name, title: app.title, consoleUrl: `${server.url}/#token=${token}`, apiUrl: `${server.url}${apiPrefix(app.name)}` };
       started.push(entry);
@@ -108,18 +181,20 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       for (const service of own) if (service.describe) print(`  ${service.describe}`);
       if (seeded) print(`  ${seeded}`);
     }
+    step();
     print('');
-    print(`Ctrl-C stops; data stays in ${options.dataDir}.`);
-    if (options.signals ?? true) {
-      onShutdown(async () => {
-        print('stopping: letting running items finish, then the database…');
-        await stop();
-        print('stopped.');
-      });
-    }
-    return { stop, apps: started };
+    print(`Ctrl-C stops; data stays in ${dataDir}.`);
+    return started;
+  };
+
+  const starting = start();
+  startup = starting;
+  try {
+    return { stop, apps: await starting };
   } catch (error) {
     await stop().catch(() => {});
+    // Stopped by a signal: the handler ends the process once all is stopped.
+    if (interrupted.signal.aborted) return { stop, apps: [] };
     throw error;
   }
 }

@@ -87,6 +87,16 @@ describe('process runners', () => {
     expect(bad.stderr).toContain('ECHO_SLEEP_MS: must be an integer >= 0 (got "soon")');
     const role = await runEntry({ FANOUT_ROLE: 'boss' });
     expect(role.stderr.trim()).toBe('fanout: FANOUT_ROLE: must be api, worker or migrate (got "boss")');
+    // A DATABASE_URL that does not answer is named, with its server and never its password.
+    const away = await runEntry({ FANOUT_ROLE: 'worker', DATABASE_URL: 'postgres://someone:hunter2@127.0.0.1:1/x' });
+    expect(away.code).toBe(1);
+    expect(away.stderr.trim()).toBe('fanout: DATABASE_URL (someone@127.0.0.1:1/x): connect ECONNREFUSED 127.0.0.1:1');
+    await using db = await createTestDatabase({ name: 'named_url' });
+    const missing = new URL(db.url);
+    missing.pathname = '/no_such_database';
+    const nowhere = await runEntry({ FANOUT_ROLE: 'migrate', DATABASE_URL: missing.href });
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr.trim()).toBe(`fanout: DATABASE_URL (${decodeURIComponent(missing.username)}@${missing.host}/no_such_database): database "no_such_database" does not exist`);
   });
 
   it('a deployment migrates with runMigrate before its processes start: Fanout\'s migrations and the app\'s, each once', async () => {

@@ -7,6 +7,7 @@ import { appHttp } from '../http/app-http.ts';
 import { serveMetrics } from '../telemetry/process-metrics.ts';
 import { listen } from './serve.ts';
 import { onShutdown } from './shutdown.ts';
+import { firstConnection } from './database-url.ts';
 
 export interface RunOptions {
   /** Where the configuration comes from. @default process.env */
@@ -39,7 +40,8 @@ export async function runApi(app: AppSpec<any, any, any>, options: RunOptions = 
   // Cancel and retry-failed happen here: their events are broadcast like the workers' are.
   const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger });
   broadcastRuntimeEvents(rt.fanout.events, publisher);
-  await rt.fanout.start({ managers: false, children: false, maintenance: false, role: 'api' });
+  // Its first query: a DATABASE_URL that does not answer is named.
+  await firstConnection(databaseUrl, () => rt.fanout.start({ managers: false, children: false, maintenance: false, role: 'api' }));
   const subscriber = new TaskEventSubscriber({ connectionString: databaseUrl, applicationName: `fanout-${app.name}-listen-${process.pid}`, logger });
   await subscriber.start();
   let draining = false;

@@ -11,6 +11,7 @@ import { ConfigError, loadEnv } from '../config/env.ts';
 import { apiPrefix, appHttp } from '../http/app-http.ts';
 import type { RunningProcess } from './api.ts';
 import { serveMetrics, type MetricsEndpoint } from '../telemetry/process-metrics.ts';
+import { firstConnection } from './database-url.ts';
 import { lockRun } from './run-lock.ts';
 import { listen, type Listening } from './serve.ts';
 import { onShutdown } from './shutdown.ts';
@@ -40,16 +41,6 @@ function localToken(dataDir: string): string {
   const file = join(dataDir, 'local-token');
   if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString('base64url'), { mode: 0o600 });
   return readFileSync(file, 'utf8').trim();
-}
-
-/** Where the database of `url` is, for a message: its user, host, port and name (never a password). */
-function describeDatabase(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.username ? `${decodeURIComponent(u.username)}@` : ''}${u.host}${u.pathname}`;
-  } catch {
-    return 'DATABASE_URL';
-  }
 }
 
 /** Fails naming the port, its app and the variable that moves it when `port` cannot be listened on. */
@@ -138,13 +129,8 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     const authenticate = tokenAuthenticator(tokens);
     db = await localDatabase('fanout', dataDir, common.DATABASE_URL);
     step();
-    try {
-      await applyMigrations(db.url, [...new Set(apps.flatMap(appMigrations))]);
-    } catch (error) {
-      // The first connection: a wrong address or password is the operator's DATABASE_URL.
-      if (db.embedded) throw error;
-      throw new Error(`DATABASE_URL (${describeDatabase(db.url)}): ${(error as Error).message}`, { cause: error });
-    }
+    const migrate = () => applyMigrations(db!.url, [...new Set(apps.flatMap(appMigrations))]);
+    await (db.embedded ? migrate() : firstConnection(db.url, migrate));
     step();
     publisher = new TaskEventPublisher({ connectionString: db.url });
     subscriber = new TaskEventSubscriber({ connectionString: db.url, applicationName: 'fanout-local-listen' });

@@ -2,6 +2,7 @@ import { applyMigrations } from '@fanout/testdb';
 import { appMigrations } from '../app/app-runtime.ts';
 import type { AppSpec } from '../app/define-app.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
+import { firstConnection } from './database-url.ts';
 
 /**
  * Applies an app's migrations to `DATABASE_URL`: Fanout's, then the app's own, each once, in
@@ -14,7 +15,7 @@ export async function runMigrate(app: AppSpec<any, any, any>, options: { env?: R
   const env = loadEnv(app.env ?? {}, options.env ?? process.env);
   const databaseUrl = env.DATABASE_URL;
   if (!databaseUrl) throw new ConfigError([{ variable: 'DATABASE_URL', rule: 'is required to migrate' }]);
-  const applied = await applyMigrations(databaseUrl, appMigrations(app));
+  const applied = await firstConnection(databaseUrl, () => applyMigrations(databaseUrl, appMigrations(app)));
   console.log(`MIGRATED ${applied.length}${applied.length > 0 ? ` (${applied.join(', ')})` : ''}`);
   return applied;
 }

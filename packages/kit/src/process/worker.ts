@@ -5,6 +5,7 @@ import { ConfigError, loadEnv } from '../config/env.ts';
 import type { RunningProcess, RunOptions } from './api.ts';
 import { serveMetrics } from '../telemetry/process-metrics.ts';
 import { onShutdown } from './shutdown.ts';
+import { firstConnection } from './database-url.ts';
 
 /**
  * A worker process: works the app's manager and child jobs, runs the maintenance loop, and
@@ -20,7 +21,8 @@ export async function runWorker(app: AppSpec<any, any, any>, options: RunOptions
   const rt = await openApp(app, { env, role: 'worker', databaseUrl, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
   const publisher = new TaskEventPublisher({ connectionString: databaseUrl, logger: rt.ctx.logger });
   broadcastRuntimeEvents(rt.fanout.events, publisher);
-  await rt.fanout.start();
+  // Its first query: a DATABASE_URL that does not answer is named.
+  await firstConnection(databaseUrl, () => rt.fanout.start());
   console.log(`READY ${process.pid}`);
   let stopping: Promise<void> | null = null;
   const stop = () =>

@@ -202,7 +202,7 @@ describe('local runs', () => {
       first.child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it('Ctrl-C during start-up lets the sample load under way finish, then stops cleanly without serving', async () => {
     await using db = await createTestDatabase({ name: 'local_interrupt' });
@@ -239,6 +239,7 @@ describe('local runs', () => {
     try {
       await expect(local({ DATABASE_URL: db.url, PORT: String(port) })).rejects.toThrow(`port ${port} (Echo's console and API) is in use by another program: stop it, or set PORT to another port`);
       await expect(local({ DATABASE_URL: db.url, PORT: '65535' }, [echo, echo])).rejects.toThrow('invalid configuration: PORT: must leave room for 2 apps on the ports from it up: at most 65534 (got 65535)');
+      await expect(local({ DATABASE_URL: db.url, PORT: '4100', FANOUT_METRICS_PORT: '4100' })).rejects.toThrow("invalid configuration: FANOUT_METRICS_PORT: must differ from the apps' ports (4100) (got 4100)");
       await expect(local({ DATABASE_URL: 'postgres://x:y@[::1:5432/db' })).rejects.toThrow('invalid configuration: DATABASE_URL: must be a postgres:// or postgresql:// connection URL');
       const refused = local({ DATABASE_URL: 'postgres://someone:hunter2@127.0.0.1:1/db' });
       await expect(refused).rejects.toThrow(/^DATABASE_URL \(someone@127\.0\.0\.1:1\/db\): .*ECONNREFUSED/);

@@ -25,4 +25,9 @@ describe('tasks first seen live join the list in their place', () => {
     const list = { ids: [at(5).id], nextCursor: null };
     expect(withNewTasks(list, [at(5)], byId(all))).toBe(list);
   });
+
+  it('adds a task once when it comes twice in one batch (submitted, and moved when it ended before the batch went)', () => {
+    const all = [at(5), at(6)];
+    expect(withNewTasks({ ids: [at(5).id], nextCursor: null }, [at(6), at(6)], byId(all)).ids).toEqual([at(6).id, at(5).id]);
+  });
 });

@@ -87,20 +87,21 @@ export async function maintenancePass(
   await timed('overdue', () => stopOverdue(ctx));
   await timed('reconcile', () => reconcileIdle(ctx, settings, maxRunningTasks));
   await timed('announce', () => announceMissedEndings(ctx, kinds, settings));
-  const hooks = startHookLanes(ctx, settings, kinds, options.awaitHooks !== false, timed);
-  try {
+  const wait = options.awaitHooks !== false;
+  const hooks = startHookLanes(ctx, settings, kinds, wait, timed);
+  if (!wait) for (const run of hooks) run.catch((error: unknown) => ctx.reportError(error, 'maintenance pass'));
+  const rest = (async () => {
     // Timed apart from the queries: a vacuum reads the table's changed pages, and takes longer.
     if (settings.vacuum && ctx.store.vacuumTables) await timed('vacuum', () => vacuumTables(ctx));
 
     // Presence rows and metric buckets older than a day are of no use to anyone; one pass in fifty
     // (in whichever process) clears them.
     if (Math.random() < 0.02) await ctx.store.pruneOperations(24 * 3600_000);
-  } finally {
-    if (options.awaitHooks === false) {
-      for (const run of hooks) run.catch((error: unknown) => ctx.reportError(error, 'maintenance pass'));
-    }
-  }
-  if (options.awaitHooks !== false) await Promise.all(hooks);
+  })();
+  if (!wait) return rest;
+  // Every run waited for, whichever fails: the first failure is the pass's.
+  const failure = (await Promise.allSettled([rest, ...hooks])).find((outcome) => outcome.status === 'rejected');
+  if (failure) throw failure.reason;
 }
 
 /** Per runtime: the hook lanes running, by lane. */

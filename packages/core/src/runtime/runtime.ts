@@ -756,6 +756,7 @@ export class Fanout implements AsyncDisposable {
     this.#state = 'stopping';
     if (this.#maintenanceTimer) clearTimeout(this.#maintenanceTimer);
     const graceMs = options.graceMs ?? 10_000;
+    const deadline = Date.now() + graceMs + STOP_MARGIN_MS;
     const abortTimer = setTimeout(() => this.#shutdown.abort(new FanoutError('aborted', 'runtime stopping')), graceMs);
     try {
       if (this.#ownsBoss) {
@@ -767,10 +768,10 @@ export class Fanout implements AsyncDisposable {
         for (const queue of this.#workedQueues) await this.#boss.offWork(queue, { wait: true });
       }
       await this.#maintenancePassRunning;
-      // The hooks' signals abort after the grace; one that ignores it is not waited for long (its
-      // lease lapses, and another process runs it again).
+      // The hooks' signals abort after the grace; one that ignores it is not waited for past the
+      // grace and the margin from the stop's start (its lease lapses, and another process runs it again).
       let hooksTimer: NodeJS.Timeout | undefined;
-      await Promise.race([maintenanceHooksIdle(this.#ctx), new Promise<void>((resolve) => (hooksTimer = setTimeout(resolve, graceMs + STOP_MARGIN_MS)))]);
+      await Promise.race([maintenanceHooksIdle(this.#ctx), new Promise<void>((resolve) => (hooksTimer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
       clearTimeout(hooksTimer);
       await this.#children?.drain();
       await this.#endings.idle();

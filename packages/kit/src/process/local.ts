@@ -81,6 +81,9 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   if (common.PORT !== undefined && common.PORT + apps.length - 1 > 65535) {
     throw new ConfigError([{ variable: 'PORT', rule: `must leave room for ${apps.length} apps on the ports from it up: at most ${65536 - apps.length} (got ${common.PORT})` }]);
   }
+  if (common.FANOUT_METRICS_PORT && ports.includes(common.FANOUT_METRICS_PORT)) {
+    throw new ConfigError([{ variable: 'FANOUT_METRICS_PORT', rule: `must differ from the apps' ports (${ports.join(', ')}) (got ${common.FANOUT_METRICS_PORT})` }]);
+  }
   mkdirSync(dataDir, { recursive: true });
   const lock = lockRun(dataDir);
 
@@ -114,8 +117,13 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
     onShutdown(async () => {
       print('stopping: letting running items finish, then the database…');
       interrupted.abort();
-      await startup.catch(() => {});
+      const failure = await startup.then(
+        () => null,
+        (error: unknown) => error,
+      );
       await stop();
+      // A start-up that failed by itself meanwhile (not by the stop) is still said.
+      if (failure !== null && failure !== interrupted.signal.reason) print(`start-up failed: ${(failure as Error)?.message ?? String(failure)}`);
       print('stopped.');
     }, print);
   }
@@ -124,6 +132,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   const start = async (): Promise<LocalApp[]> => {
     for (const [index, app] of apps.entries()) await checkPort(ports[index]!, common.HOST, `${app.title}'s console and API`, 'PORT');
     if (common.FANOUT_METRICS_PORT !== undefined) await checkPort(common.FANOUT_METRICS_PORT, common.FANOUT_METRICS_HOST, 'the metrics listener', 'FANOUT_METRICS_PORT');
+    step();
     const token = localToken(dataDir);
     const tokens = withToken(common.FANOUT_TOKENS ?? parseTokens(''), token, { tenant, role: 'operator' });
     const authenticate = tokenAuthenticator(tokens);
@@ -145,6 +154,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       step();
       const own = (await app.local?.services?.()) ?? [];
       services.push(...own);
+      step();
       const env = loadEnv(app.env ?? {}, { ...Object.assign({}, ...own.map((s) => s.env ?? {})), ...source, DATABASE_URL: db.url, FANOUT_DATA_DIR: dataDir });
       const rt = await openApp(app, { env, role: 'local', databaseUrl: db.url, ...(metrics ? { meterProvider: metrics.meterProvider } : {}) });
       runtimes.push(rt);

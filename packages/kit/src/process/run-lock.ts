@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -28,42 +28,67 @@ function liveRun(pid: number): boolean {
   }
 }
 
+const readPid = (file: string): number | null => {
+  try {
+    return Number(readFileSync(file, 'utf8').trim());
+  } catch {
+    return null; // gone
+  }
+};
+
+const held = (dataDir: string, pid: number) =>
+  new Error(
+    `another run is using ${dataDir} (PID ${pid}${pid === process.pid ? ', this process' : ''}): stop it first (Ctrl-C in its terminal, or kill -INT ${pid}), or give this one another folder with FANOUT_DATA_DIR`,
+  );
+
 /** Takes the lock of `dataDir`, or throws naming the run that holds it. */
 export function lockRun(dataDir: string): RunLock {
   const file = join(dataDir, FILE);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync(file, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
-      let holder = NaN;
+  // Written whole beside the lock, then linked to its name: the lock never exists half written,
+  // and the link fails when another run holds it.
+  const mine = join(dataDir, `${FILE}.${process.pid}`);
+  writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  try {
+    for (let attempt = 0; ; attempt++) {
       try {
-        holder = Number(readFileSync(file, 'utf8').trim());
+        linkSync(mine, file);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = readPid(file);
+      if (holder === null) continue; // released meanwhile
+      if (liveRun(holder) || attempt >= 3) throw held(dataDir, holder);
+      // Left by a run that was killed: moved aside, unless another run took it over meanwhile (then
+      // what was moved is that run's lock, and it is put back).
+      const aside = join(dataDir, `${FILE}.stale.${process.pid}`);
+      try {
+        renameSync(file, aside);
       } catch {
-        // Gone meanwhile: try again.
+        continue; // moved by another run meanwhile
       }
-      if (liveRun(holder)) {
-        throw new Error(
-          `another run is using ${dataDir} (PID ${holder}${holder === process.pid ? ', this process' : ''}): stop it first (Ctrl-C in its terminal, or kill -INT ${holder}), or give this one another folder with FANOUT_DATA_DIR`,
-        );
+      const moved = readPid(aside);
+      if (moved !== holder && moved !== null && liveRun(moved)) {
+        try {
+          linkSync(aside, file);
+        } finally {
+          rmSync(aside, { force: true });
+        }
+        throw held(dataDir, moved);
       }
-      rmSync(file, { force: true }); // left by a run that was killed
+      rmSync(aside, { force: true });
     }
+  } finally {
+    rmSync(mine, { force: true });
   }
-  let held = true;
+  let holding = true;
   const release = () => {
-    if (!held) return;
-    held = false;
+    if (!holding) return;
+    holding = false;
     process.off('exit', release);
-    try {
-      if (Number(readFileSync(file, 'utf8').trim()) === process.pid) rmSync(file, { force: true });
-    } catch {
-      // Already gone.
-    }
+    if (readPid(file) === process.pid) rmSync(file, { force: true });
   };
   process.on('exit', release);
   return { release };
 }
+

@@ -68,8 +68,9 @@ const newestFirst = (a: TaskView, b: TaskView) => (a.createdAt === b.createdAt ?
 export function withNewTasks<L extends { ids: string[]; nextCursor: string | null }>(list: L, fresh: readonly TaskView[], get: (id: string) => TaskView | undefined): L {
   const loaded = list.ids.map(get).filter((t): t is TaskView => t !== undefined);
   const oldest = loaded.at(-1);
+  // (A task may come twice in `fresh`: submitted and moved in the same batch of changes.)
   const known = new Set(list.ids);
-  const add = fresh.filter((t) => !known.has(t.id) && (list.nextCursor === null || !oldest || newestFirst(t, oldest) <= 0));
+  const add = fresh.filter((t) => !known.has(t.id) && (list.nextCursor === null || !oldest || newestFirst(t, oldest) <= 0) && known.add(t.id));
   if (add.length === 0) return list;
   return { ...list, ids: [...loaded, ...add].sort(newestFirst).map((t) => t.id) };
 }

@@ -6,6 +6,7 @@ import type { Fanout } from '@fanout/core';
 import type pg from 'pg';
 import type { EtlDefinition } from './definition.ts';
 import { uploadKey, type FileStorage } from './files/storage.ts';
+import { storeSpec } from './http/loads.ts';
 import { compileSpec, parseSpec } from './spec/compile.ts';
 
 const DATA = new URL('../data/', import.meta.url);
@@ -51,19 +52,7 @@ export async function seedSample(ctx: SampleContext, tenant: string): Promise<st
     const text = await readFile(new URL(sample.spec, DATA), 'utf8');
     const compiled = compileSpec(parseSpec(text));
     const storedSpec = await ctx.pool.query<{ id: string }>('SELECT id FROM etl_spec WHERE tenant = $1 AND sha256 = $2 AND text = $3 ORDER BY created_at LIMIT 1', [tenant, compiled.hash, text]);
-    let specId = storedSpec.rows[0]?.id;
-    if (!specId) {
-      specId = randomUUID();
-      await ctx.pool.query('INSERT INTO etl_spec (id, tenant, text, spec, sha256, version, target) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        specId,
-        tenant,
-        text,
-        JSON.stringify(compiled.spec),
-        compiled.hash,
-        compiled.spec.version,
-        compiled.spec.target,
-      ]);
-    }
+    const specId = storedSpec.rows[0]?.id ?? (await storeSpec(ctx.pool, tenant, text, compiled));
     const input = { uploadId, specId, label: `${filename} to ${compiled.spec.target}`, ...(sample.chunkRecords ? { chunkRecords: sample.chunkRecords } : {}) };
     const task = await ctx.fanout.submit(ctx.definition, input, { tenant });
     await ctx.pool.query(`INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`, [

@@ -98,7 +98,8 @@ function compileSpecText(text: string | undefined, field: string): CompiledSpec 
   }
 }
 
-async function storeSpec(pool: pg.Pool, tenant: string, text: string, compiled: CompiledSpec): Promise<string> {
+/** Stores a compiled spec as the tenant wrote it; resolves its id. */
+export async function storeSpec(pool: pg.Pool, tenant: string, text: string, compiled: CompiledSpec): Promise<string> {
   const id = randomUUID();
   await pool.query('INSERT INTO etl_spec (id, tenant, text, spec, sha256, version, target) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
     id,

@@ -122,9 +122,8 @@ function startHookLanes(
   wait: boolean,
   timed: (step: string, run: () => Promise<void>) => Promise<void>,
 ): Promise<void>[] {
-  let running = hookRuns.get(ctx);
-  if (!running) hookRuns.set(ctx, (running = new Map()));
-  const lanes = running;
+  const lanes = hookRuns.get(ctx) ?? new Map<string, Promise<void>>();
+  hookRuns.set(ctx, lanes);
   const started: Promise<void>[] = [];
   const start = (step: 'fanIn' | 'retention', hooked: (kind: string) => boolean, work: (kinds: string[]) => Promise<void>) => {
     const launch = (lane: string, laneKinds: string[]) => {

@@ -43,19 +43,23 @@ function localToken(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-/** Fails naming the port, its app and the variable that moves it when `port` cannot be listened on. */
+/** Why `port` (of `owner`, moved by `variable`) cannot be listened on at `host`, as the operator fixes it. */
+function listenProblem(error: NodeJS.ErrnoException, port: number, host: string, owner: string, variable: string): Error {
+  return new Error(
+    error.code === 'EADDRINUSE' ? `port ${port} (${owner}) is in use by another program: stop it, or set ${variable} to another port`
+    : error.code === 'EACCES' ? `port ${port} (${owner}) needs privileges this process does not have: set ${variable} to a port above 1023`
+    : error.code === 'ENOTFOUND' || error.code === 'EADDRNOTAVAIL' ? `HOST: cannot listen on ${JSON.stringify(host)} (${error.code})`
+    : `port ${port} (${owner}): ${error.message}`,
+    { cause: error },
+  );
+}
+
+/** Fails with `listenProblem` when `port` cannot be listened on. */
 async function checkPort(port: number, host: string, owner: string, variable: string): Promise<void> {
   if (port === 0) return;
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why =
-        error.code === 'EADDRINUSE' ? `port ${port} (${owner}) is in use by another program: stop it, or set ${variable} to another port`
-        : error.code === 'EACCES' ? `port ${port} (${owner}) needs privileges this process does not have: set ${variable} to a port above 1023`
-        : error.code === 'ENOTFOUND' || error.code === 'EADDRNOTAVAIL' ? `HOST: cannot listen on ${JSON.stringify(host)} (${error.code})`
-        : `port ${port} (${owner}): ${error.message}`;
-      reject(new Error(why));
-    });
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(listenProblem(error, port, host, owner, variable)));
     probe.listen(port, host, () => probe.close(() => resolve()));
   });
 }
@@ -77,6 +81,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   const tenant = options.tenant ?? 'local';
   const common = loadEnv({}, source);
   const dataDir = source.FANOUT_DATA_DIR ? resolve(source.FANOUT_DATA_DIR) : options.dataDir;
+  const owner = (app: AppSpec<any, any, any>) => `${app.title}'s console and API`;
   const ports = apps.map((app, index) => (common.PORT === undefined ? (app.local?.port ?? 3000 + index) : common.PORT === 0 ? 0 : common.PORT + index));
   if (common.PORT !== undefined && common.PORT + apps.length - 1 > 65535) {
     throw new ConfigError([{ variable: 'PORT', rule: `must leave room for ${apps.length} apps on the ports from it up: at most ${65536 - apps.length} (got ${common.PORT})` }]);
@@ -110,27 +115,12 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       }
     })());
 
-  // A signal during start-up is heard from the start: the step under way finishes, then all stops.
+  // A signal during start-up is heard from the start (below): the step under way finishes, then all stops.
   const interrupted = new AbortController();
-  let startup: Promise<unknown> = Promise.resolve();
-  if (options.signals ?? true) {
-    onShutdown(async () => {
-      print('stopping: letting running items finish, then the database…');
-      interrupted.abort();
-      const failure = await startup.then(
-        () => null,
-        (error: unknown) => error,
-      );
-      await stop();
-      // A start-up that failed by itself meanwhile (not by the stop) is still said.
-      if (failure !== null && failure !== interrupted.signal.reason) print(`start-up failed: ${(failure as Error)?.message ?? String(failure)}`);
-      print('stopped.');
-    }, print);
-  }
   const step = () => interrupted.signal.throwIfAborted();
 
   const start = async (): Promise<LocalApp[]> => {
-    for (const [index, app] of apps.entries()) await checkPort(ports[index]!, common.HOST, `${app.title}'s console and API`, 'PORT');
+    for (const [index, app] of apps.entries()) await checkPort(ports[index]!, common.HOST, owner(app), 'PORT');
     if (common.FANOUT_METRICS_PORT !== undefined) await checkPort(common.FANOUT_METRICS_PORT, common.FANOUT_METRICS_HOST, 'the metrics listener', 'FANOUT_METRICS_PORT');
     step();
     const token = localToken(dataDir);
@@ -164,8 +154,7 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
       const seeded = await app.local?.seed?.(rt.ctx, tenant);
       step();
       const server = await listen(appHttp(rt, { authenticate, subscriber }), { port: ports[index]!, host: common.HOST }).catch((error: NodeJS.ErrnoException) => {
-        // Taken since the check at start-up.
-        throw error.code === 'EADDRINUSE' ? new Error(`port ${ports[index]} (${app.title}'s console and API) is in use by another program: stop it, or set PORT to another port`) : error;
+        throw listenProblem(error, ports[index]!, common.HOST, owner(app), 'PORT'); // taken since the check at start-up
       });
       servers.push(server);
       const entry = { name: app.name, title: app.title, consoleUrl: `${server.url}/#token=${token}`, apiUrl: `${server.url}${apiPrefix(app.name)}` };
@@ -184,7 +173,20 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   };
 
   const starting = start();
-  startup = starting;
+  if (options.signals ?? true) {
+    onShutdown(async () => {
+      print('stopping: letting running items finish, then the database…');
+      interrupted.abort();
+      const failure = await starting.then(
+        () => null,
+        (error: unknown) => error,
+      );
+      await stop();
+      // A start-up that failed by itself meanwhile (not by the stop) is still said.
+      if (failure !== null && failure !== interrupted.signal.reason) print(`start-up failed: ${(failure as Error)?.message ?? String(failure)}`);
+      print('stopped.');
+    }, print);
+  }
   try {
     return { stop, apps: await starting };
   } catch (error) {

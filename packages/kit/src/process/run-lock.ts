@@ -91,4 +91,3 @@ export function lockRun(dataDir: string): RunLock {
   process.on('exit', release);
   return { release };
 }
-

@@ -38,6 +38,48 @@ describe('refreshing the item statistics', () => {
   }
 });
 
+// An item table holding earlier tasks' items already has statistics that say it is large: an
+// ANALYZE at every doubling of a dispatch sampled the whole table while the dispatch waited.
+describe('refreshing the statistics of a table that holds many rows already', () => {
+  const t = testDatabase();
+
+  it('analyzes a table only when the dispatched rows are at least a tenth of what its statistics count', async () => {
+    // Autovacuum stays out of the way: its lock would make the refresh give up.
+    await t.pool.query('ALTER TABLE fanout_item SET (autovacuum_enabled = false)');
+    await t.pool.query('ALTER TABLE fanout_ready SET (autovacuum_enabled = false)');
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    const task = await store.createTask({ kind: 'statistics_test', input: {}, maxAttempts: 1 }, async () => {});
+    await store.startDispatch(task.id);
+    for (let from = 0; from < 20_000; from += 1000) {
+      await store.insertItems(task.id, Array.from({ length: 1000 }, (_, i) => ({ key: `k${from + i}`, seq: from + i + 1, snapshot: { i } })), async () => {});
+    }
+    await t.pool.query('ANALYZE fanout_item');
+    await t.pool.query('ANALYZE fanout_ready');
+    const read = async () =>
+      (
+        await t.pool.query<{ name: string; analyzes: number; rows: number }>(
+          `SELECT s.relname AS name, s.analyze_count::int AS analyzes, c.reltuples::float8 AS rows
+           FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+           WHERE s.relname IN ('fanout_item', 'fanout_ready') ORDER BY s.relname`,
+        )
+      ).rows;
+    const before = await read();
+    const [item, ready] = before;
+    expect(item!.name).toBe('fanout_item');
+    expect(item!.rows).toBeGreaterThanOrEqual(20_000);
+    expect(ready!.rows).toBeGreaterThanOrEqual(20_000);
+    // Fewer than a tenth of either table's counted rows: neither is analyzed.
+    await store.refreshStatistics!(Math.floor(Math.min(item!.rows, ready!.rows) / 10) - 1);
+    expect((await read()).map((r) => r.analyzes)).toEqual(before.map((r) => r.analyzes));
+    // A tenth of the item table's rows or more: both are.
+    await store.refreshStatistics!(Math.ceil(Math.max(item!.rows, ready!.rows) / 10));
+    expect((await read()).map((r) => r.analyzes)).toEqual(before.map((r) => r.analyzes + 1));
+    // Without a count, as before: both.
+    await store.refreshStatistics!();
+    expect((await read()).map((r) => r.analyzes)).toEqual(before.map((r) => r.analyzes + 2));
+  });
+});
+
 // Under a steady load autovacuum visits a database at most once a minute, and the item table's dead
 // versions pile up in between: the maintenance loop vacuums Fanout's tables once they have many.
 // Each test has a database of its own: a table is vacuumed at most once in 10 s.

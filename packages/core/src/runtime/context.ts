@@ -52,8 +52,8 @@ export interface RuntimeContext {
   managerAlive(task: TaskCounts): Promise<boolean>;
   /** Tops up the jobs of a quiet running task's tenant when it has pending items; returns whether it had. */
   requeueOrphans(task: TaskCounts): Promise<boolean>;
-  /** Refreshes the planner statistics of the item table; never throws. */
-  refreshStatistics(): Promise<void>;
+  /** Refreshes the planner statistics of the item table once `added` items are in; never throws. */
+  refreshStatistics(added: number): Promise<void>;
   limits: LimitsAccess;
   /** What this process did, for its presence reports. */
   stats: RuntimeStats;

@@ -136,7 +136,8 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
   let reachedEnd = false;
   // An item table that grew from nothing to many thousand rows in seconds has planner statistics
   // from when it was empty, and the claims then risk a plan that scans. Refresh them as the
-  // dispatch doubles, instead of waiting for autovacuum.
+  // dispatch doubles, instead of waiting for autovacuum (the store skips a table whose statistics
+  // already count ten times as many rows: one holding earlier tasks' items).
   let analyzeAt = 5_000;
   try {
     for await (const page of pages(listed, definition.resolved.manager.pageSize)) {
@@ -146,7 +147,7 @@ async function listAndInsert(ctx: RuntimeContext, definition: AnyFanoutDefinitio
       // analyzed for nothing.
       if (seq >= analyzeAt) {
         analyzeAt *= 2;
-        await ctx.refreshStatistics();
+        await ctx.refreshStatistics(seq);
       }
       const items: NewItem[] = page.map((listed) => toNewItem(definition, listed, ++seq));
       const insert: Promise<void> = ctx.telemetry

@@ -299,7 +299,7 @@ export class Fanout implements AsyncDisposable {
       announceEnding: (task) => self.#announceEnding(task),
       reportError: (error, context, fields) => self.#reportError(error, context, fields),
       limits: { global: (name, o) => self.globalLimit(name, o), rate: (name, o) => self.rateLimit(name, o) },
-      refreshStatistics: () => self.#refreshStatistics(),
+      refreshStatistics: (added) => self.#refreshStatistics(added),
       requeueOrphans: (task) => self.#requeueOrphans(task),
       managerAlive: (task) => self.#managerAlive(task),
       stats: this.stats,
@@ -1047,9 +1047,9 @@ export class Fanout implements AsyncDisposable {
     return pending.now;
   }
 
-  async #refreshStatistics(): Promise<void> {
+  async #refreshStatistics(added: number): Promise<void> {
     try {
-      await this.store.refreshStatistics?.();
+      await this.store.refreshStatistics?.(added);
     } catch (error) {
       // Statistics are an optimisation: without the right (ownership), autovacuum gets there later.
       this.logger.debug('could not refresh the item statistics', errorFields(error));

@@ -628,10 +628,12 @@ export interface FanoutStore {
    */
   pendingWork(taskId: string): Promise<{ now: boolean; nextRetryAt: Date | null }>;
   /**
-   * Refreshes the planner statistics of the item table (a dispatch calls it as the table doubles:
-   * statistics from when it was nearly empty make the claim scan). Optional; may throw.
+   * Refreshes the planner statistics of the item table (a dispatch calls it as its task doubles:
+   * statistics from when the table was nearly empty make the claim scan). `added` is how many
+   * items the dispatch has inserted so far: a store may leave a table alone whose statistics
+   * already count many times as many rows (without it, refresh them all). Optional; may throw.
    */
-  refreshStatistics?(): Promise<void>;
+  refreshStatistics?(added?: number): Promise<void>;
   /**
    * Where the runtime sends the pg-boss statements that are not part of one of the store's
    * transactions (a job's successor), when the store has a cheaper way than pg-boss's own pool

@@ -177,3 +177,16 @@ export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, l
     ORDER BY t.updated_at LIMIT ${limit}::int`;
   return rows.map((r) => r.id);
 }
+
+/**
+ * Which of the tables a dispatch fills have statistics that `added` new rows would change: those
+ * rows are at least a tenth of what the table's statistics count (`reltuples`: -1 or 0 when it was
+ * never analyzed or vacuumed, or was empty then), the threshold autovacuum's own analyze uses.
+ */
+export async function statisticsDue(tx: PrismaQueryable, added: number): Promise<{ ready: boolean; item: boolean }> {
+  const [row] = await tx.$queryRaw<{ ready: boolean; item: boolean }[]>`
+    SELECT
+      (SELECT reltuples FROM pg_class WHERE oid = 'fanout_ready'::regclass) * 0.1 <= ${added}::float8 AS ready,
+      (SELECT reltuples FROM pg_class WHERE oid = 'fanout_item'::regclass) * 0.1 <= ${added}::float8 AS item`;
+  return { ready: row?.ready ?? true, item: row?.item ?? true };
+}

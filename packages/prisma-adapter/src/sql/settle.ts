@@ -20,14 +20,20 @@ type SettleRow = CountsRow & { unsettled_ids: string[] | null };
 export async function settleAndIncrement(db: PrismaQueryable, outcomes: readonly Outcome[]): Promise<SettleResult> {
   const rows = await db.$queryRaw<SettleRow[]>`
     WITH v AS (
-      SELECT ${outcomes.map((o) => o.itemId)}::uuid[] AS ids, ${outcomes.map((o) => o.token)}::uuid[] AS tokens,
-             ${outcomes.map((o) => o.status)}::text[] AS statuses, ${outcomes.map((o) => json(o.result))}::text[] AS results,
-             ${outcomes.map((o) => json(o.error))}::text[] AS errors
+      -- The arrays as scalar subqueries: their length, which varies from call to call, is seen by
+      -- no plan, so the generic plan is kept (see poolQueryable).
+      SELECT * FROM unnest((SELECT ${outcomes.map((o) => o.itemId)}::uuid[]), (SELECT ${outcomes.map((o) => o.token)}::uuid[]),
+                           (SELECT ${outcomes.map((o) => o.status)}::text[]), (SELECT ${outcomes.map((o) => json(o.result))}::text[]),
+                           (SELECT ${outcomes.map((o) => json(o.error))}::text[])) AS v(id, token, status, result, error)
     ), settled AS (
-      UPDATE fanout_item i SET status = v.statuses[array_position(v.ids, i.id)], result = v.results[array_position(v.ids, i.id)]::jsonb,
-        error = COALESCE(v.errors[array_position(v.ids, i.id)]::jsonb, i.error),
+      -- Each outcome finds its item by primary key, one lookup per outcome. The statement has no
+      -- other way to the items, so no plan can walk them for each outcome; finding each row's
+      -- values by its position in the arrays instead cost a search of the arrays per row and
+      -- column (500 outcomes: 7.3 ms against 2.6).
+      UPDATE fanout_item i SET status = v.status, result = v.result::jsonb,
+        error = COALESCE(v.error::jsonb, i.error),
         finished_at = clock_timestamp(), claim_token = NULL
-      FROM v WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
+      FROM v WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
       RETURNING i.id, i.task_id, i.status
     ), c AS (
       SELECT task_id,
@@ -52,7 +58,7 @@ export async function settleAndIncrement(db: PrismaQueryable, outcomes: readonly
       RETURNING t.id, t.kind, t.tenant, t.status, t.stop_reason, t.total, t.succeeded, t.failed, t.cancelled, t.round,
                 t.dispatched_at, t.max_failures, t.max_failure_ratio
     )
-    SELECT t.*, (SELECT array_agg(u.id) FROM (SELECT unnest(v.ids) AS id FROM v EXCEPT SELECT id FROM settled) u) AS unsettled_ids FROM t`;
+    SELECT t.*, (SELECT array_agg(u.id) FROM (SELECT id FROM v EXCEPT SELECT id FROM settled) u) AS unsettled_ids FROM t`;
   // A row per task that moved; none when no outcome could be recorded. What was recorded is
   // returned as what was not (nearly always nothing), which keeps the result small.
   if (rows.length === 0) return { settled: [], tasks: [] };

@@ -374,10 +374,10 @@ export class PrismaFanoutStore implements FanoutStore {
     // against 90-100 ms for 160,000 items on PostgreSQL 15), at every doubling of every large
     // dispatch. The ready rows, which the claims read first, are narrow.
     // With `added` (the rows the dispatch inserted so far), a table is analyzed only when they are
-    // at least a tenth of the rows its statistics already count, as autovacuum's own threshold
-    // has it: on an item table holding the history of earlier tasks, the statistics already say
-    // it is large, and an ANALYZE there sampled the whole table for 0.5 s or more at every
-    // doubling, the dispatch waiting.
+    // at least a tenth of the rows its statistics already count (autovacuum analyzes a table once
+    // a tenth of it changed): on an item table holding the history of earlier tasks, the
+    // statistics already say it is large, and an ANALYZE there sampled the whole table for 0.5 s
+    // or more at every doubling, the dispatch waiting.
     await this.#transaction(async (tx) => {
       await tx.$queryRaw`SELECT set_config('lock_timeout', '200ms', true)`;
       const due = added === undefined ? null : await maintenance.statisticsDue(tx, added);

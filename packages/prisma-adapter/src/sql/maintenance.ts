@@ -181,7 +181,8 @@ export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, l
 /**
  * Which of the tables a dispatch fills have statistics that `added` new rows would change: those
  * rows are at least a tenth of what the table's statistics count (`reltuples`: -1 or 0 when it was
- * never analyzed or vacuumed, or was empty then), the threshold autovacuum's own analyze uses.
+ * never analyzed or vacuumed, or was empty then), as autovacuum analyzes a table once a tenth of it
+ * changed.
  */
 export async function statisticsDue(tx: PrismaQueryable, added: number): Promise<{ ready: boolean; item: boolean }> {
   const [row] = await tx.$queryRaw<{ ready: boolean; item: boolean }[]>`

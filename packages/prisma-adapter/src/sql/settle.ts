@@ -17,7 +17,10 @@ type SettleRow = CountsRow & { unsettled_ids: string[] | null };
  * One statement: record the outcomes of items still held under their token, add the counts to
  * their tasks, and finish every task whose items are now all settled.
  */
-export async function settleAndIncrement(db: PrismaQueryable, outcomes: readonly Outcome[]): Promise<SettleResult> {
+export async function settleAndIncrement(db: PrismaQueryable, given: readonly Outcome[]): Promise<SettleResult> {
+  // In id order: the items are locked in the order the outcomes come, and the maintenance loop's
+  // recovery locks them by id too, so the two never wait for each other in a cycle.
+  const outcomes = [...given].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
   const rows = await db.$queryRaw<SettleRow[]>`
     WITH v AS (
       -- The arrays as scalar subqueries: their length, which varies from call to call, is seen by
@@ -29,7 +32,7 @@ export async function settleAndIncrement(db: PrismaQueryable, outcomes: readonly
       -- Each outcome finds its item by primary key, one lookup per outcome. The statement has no
       -- other way to the items, so no plan can walk them for each outcome; finding each row's
       -- values by its position in the arrays instead cost a search of the arrays per row and
-      -- column (500 outcomes: 7.3 ms against 2.6).
+      -- column (500 outcomes: 7.8 ms against 3.3).
       UPDATE fanout_item i SET status = v.status, result = v.result::jsonb,
         error = COALESCE(v.error::jsonb, i.error),
         finished_at = clock_timestamp(), claim_token = NULL

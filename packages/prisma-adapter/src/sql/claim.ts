@@ -281,7 +281,9 @@ export async function endClaims(db: PrismaQueryable, tokens: readonly string[]):
  * their token go back to `pending` (due again after their delay), and their tasks' work is
  * enqueued in the same transaction. Returns the ids released.
  */
-export async function releaseClaims(tx: PrismaQueryable, releases: readonly Release[], enqueue: EnqueueWork): Promise<string[]> {
+export async function releaseClaims(tx: PrismaQueryable, given: readonly Release[], enqueue: EnqueueWork): Promise<string[]> {
+  // In id order, as a settle and the maintenance loop's recovery lock items.
+  const releases = [...given].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
   // A stop takes the task row FOR UPDATE before it cancels pending items: share-locking the
   // tasks first orders this release before or after it, never across it (a release that
   // slipped in after the stop's cancel would leave a pending item nobody may claim).
@@ -290,19 +292,20 @@ export async function releaseClaims(tx: PrismaQueryable, releases: readonly Rele
     ORDER BY id FOR KEY SHARE`;
   const rows = await tx.$queryRaw<{ id: string; task_id: string; kind: string; tenant: string | null; delay_ms: number; due_ms: number }[]>`
     WITH v AS (
-      SELECT ${releases.map((r) => r.itemId)}::uuid[] AS ids, ${releases.map((r) => r.token)}::uuid[] AS tokens,
-             ${releases.map((r) => json(r.error))}::text[] AS errors, ${releases.map((r) => Math.round(r.delayMs))}::int[] AS delays,
-             ${releases.map((r) => r.refund === true)}::boolean[] AS refunds
+      -- Each release finds its item by primary key, as a settle's outcome does (see settle.ts).
+      SELECT * FROM unnest((SELECT ${releases.map((r) => r.itemId)}::uuid[]), (SELECT ${releases.map((r) => r.token)}::uuid[]),
+                           (SELECT ${releases.map((r) => json(r.error))}::text[]), (SELECT ${releases.map((r) => Math.round(r.delayMs))}::int[]),
+                           (SELECT ${releases.map((r) => r.refund === true)}::boolean[])) AS v(id, token, error, delay, refund)
     ), released AS (
       UPDATE fanout_item i SET status = 'pending', claim_token = NULL,
         -- A refunded attempt (the process shut down mid-item) does not count, and keeps the last error.
-        attempts = i.attempts - CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN 1 ELSE 0 END,
-        error = CASE WHEN v.refunds[array_position(v.ids, i.id)] THEN i.error ELSE v.errors[array_position(v.ids, i.id)]::jsonb END,
-        retry_at = clock_timestamp() + v.delays[array_position(v.ids, i.id)] * interval '1 millisecond'
+        attempts = i.attempts - CASE WHEN v.refund THEN 1 ELSE 0 END,
+        error = CASE WHEN v.refund THEN i.error ELSE v.error::jsonb END,
+        retry_at = clock_timestamp() + v.delay * interval '1 millisecond'
       FROM v
-      WHERE i.id = ANY(v.ids) AND i.claim_token = v.tokens[array_position(v.ids, i.id)] AND i.status = 'running'
+      WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
         AND (SELECT t.status = 'running' FROM fanout_task t WHERE t.id = i.task_id)
-      RETURNING i.id, i.task_id, i.seq, i.retry_at, v.delays[array_position(v.ids, i.id)] AS delay_ms
+      RETURNING i.id, i.task_id, i.seq, i.retry_at, v.delay AS delay_ms
     ), ready AS (
       INSERT INTO fanout_ready (task_id, seq, item_id, due_at) SELECT task_id, seq, id, retry_at FROM released
       ON CONFLICT DO NOTHING

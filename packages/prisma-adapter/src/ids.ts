@@ -17,3 +17,12 @@ export function decodeCursor(cursor: string): unknown[] | null {
     return null;
   }
 }
+
+/**
+ * `entries` sorted by item id, in the order PostgreSQL sorts uuids (the store's ids are lowercase
+ * text). Statements that lock several item rows take them in this order, as the maintenance loop's
+ * recovery does (`ORDER BY i.id`), so two of them never wait for each other in a cycle.
+ */
+export function inItemIdOrder<T extends { itemId: string }>(entries: readonly T[]): T[] {
+  return [...entries].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
+}

@@ -378,9 +378,10 @@ export class PrismaFanoutStore implements FanoutStore {
     // a tenth of it changed): on an item table holding the history of earlier tasks, the
     // statistics already say it is large, and an ANALYZE there sampled the whole table for 0.5 s
     // or more at every doubling, the dispatch waiting.
+    const due = added === undefined ? null : await maintenance.statisticsDue(this.#db, added);
+    if (due && !due.ready && !due.item) return;
     await this.#transaction(async (tx) => {
       await tx.$queryRaw`SELECT set_config('lock_timeout', '200ms', true)`;
-      const due = added === undefined ? null : await maintenance.statisticsDue(tx, added);
       if (!due || due.ready) await tx.$queryRaw`ANALYZE "fanout_ready"`;
       if (!due || due.item) await tx.$queryRaw`ANALYZE "fanout_item" (task_id, status, seq)`;
     }).catch((error: unknown) => {

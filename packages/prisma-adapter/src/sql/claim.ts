@@ -22,6 +22,7 @@
 // follows flushes it anyway, since the WAL is written in order.
 import type { ClaimedItem, ClaimNextQuery, ClaimNextResult, EnqueueWork, Release } from '@fanout/core';
 import { executor } from '../executor.ts';
+import { inItemIdOrder } from '../ids.ts';
 import { json } from '../json.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 
@@ -282,8 +283,8 @@ export async function endClaims(db: PrismaQueryable, tokens: readonly string[]):
  * enqueued in the same transaction. Returns the ids released.
  */
 export async function releaseClaims(tx: PrismaQueryable, given: readonly Release[], enqueue: EnqueueWork): Promise<string[]> {
-  // In id order, as a settle and the maintenance loop's recovery lock items.
-  const releases = [...given].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
+  // The items are locked in the order the releases come.
+  const releases = inItemIdOrder(given);
   // A stop takes the task row FOR UPDATE before it cancels pending items: share-locking the
   // tasks first orders this release before or after it, never across it (a release that
   // slipped in after the stop's cancel would leave a pending item nobody may claim).

@@ -184,8 +184,8 @@ export async function reconcileCandidates(db: PrismaQueryable, idleMs: number, l
  * never analyzed or vacuumed, or was empty then), as autovacuum analyzes a table once a tenth of it
  * changed.
  */
-export async function statisticsDue(tx: PrismaQueryable, added: number): Promise<{ ready: boolean; item: boolean }> {
-  const [row] = await tx.$queryRaw<{ ready: boolean; item: boolean }[]>`
+export async function statisticsDue(db: PrismaQueryable, added: number): Promise<{ ready: boolean; item: boolean }> {
+  const [row] = await db.$queryRaw<{ ready: boolean; item: boolean }[]>`
     SELECT
       (SELECT reltuples FROM pg_class WHERE oid = 'fanout_ready'::regclass) * 0.1 <= ${added}::float8 AS ready,
       (SELECT reltuples FROM pg_class WHERE oid = 'fanout_item'::regclass) * 0.1 <= ${added}::float8 AS item`;

@@ -7,6 +7,7 @@
 // Outcomes are recorded only for items still held under their claim token, so an outcome of a
 // worker whose claim was taken over is not counted.
 import type { Outcome, SettleResult } from '@fanout/core';
+import { inItemIdOrder } from '../ids.ts';
 import { json } from '../json.ts';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { toSettled, type CountsRow } from '../rows.ts';
@@ -18,9 +19,8 @@ type SettleRow = CountsRow & { unsettled_ids: string[] | null };
  * their tasks, and finish every task whose items are now all settled.
  */
 export async function settleAndIncrement(db: PrismaQueryable, given: readonly Outcome[]): Promise<SettleResult> {
-  // In id order: the items are locked in the order the outcomes come, and the maintenance loop's
-  // recovery locks them by id too, so the two never wait for each other in a cycle.
-  const outcomes = [...given].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
+  // The items are locked in the order the outcomes come.
+  const outcomes = inItemIdOrder(given);
   const rows = await db.$queryRaw<SettleRow[]>`
     WITH v AS (
       -- The arrays as scalar subqueries: their length, which varies from call to call, is seen by

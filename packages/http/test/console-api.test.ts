@@ -211,14 +211,29 @@ describe('console API', () => {
     const resumed = collectEventStream((await call('GET', '/events', { headers: { 'last-event-id': String(ids[0]) } })).body!);
     await waitFor(() => mine.every((id) => resumed.messages.some((m) => m.event === 'task.completed' && m.data.taskId === id)), { message: 'the endings after a resume' });
     await resumed.cancel();
+
+    // An id later than any this server's clock could have given (past what a date can hold, or
+    // years ahead) is not a place to resume from: the stream starts afresh with the unfinished tasks.
+    const running = await submit({ count: 2, item: { sleepMs: 300 } });
+    for (const id of ['9000000000000000', String(Date.now() + 365 * 86_400_000)]) {
+      const fresh = collectEventStream((await call('GET', '/events', { headers: { 'last-event-id': id } })).body!);
+      await waitFor(() => fresh.messages.some((m) => m.data.taskId === running), { message: `the running task's state after Last-Event-ID ${id}` });
+      expect(Number(fresh.messages[0]!.id)).toBeLessThan(Date.now() + 60_000);
+      await fresh.cancel();
+    }
+    await ended(running);
   });
 
   it('a stream focused on a task also carries its item failures; another tenant’s task cannot be focused', async () => {
     const id = await submit({ count: 4, item: { sleepMs: 300 }, every: 2, special: { permanent: true } });
     const sse = collectEventStream((await call('GET', `/events?task=${id}`)).body!);
-    await waitFor(() => sse.messages.some((m) => m.event === 'task.completed' && m.data.taskId === id), { message: 'the ending' });
-    expect(sse.messages.filter((m) => m.event === 'item.failed').map((m) => m.data.key).sort()).toEqual(['item-0', 'item-2']);
-    await sse.cancel();
+    // The same task named in capitals: its item events are the stored id's.
+    const capitals = collectEventStream((await call('GET', `/events?task=${id.toUpperCase()}`)).body!);
+    for (const stream of [sse, capitals]) {
+      await waitFor(() => stream.messages.some((m) => m.event === 'task.completed' && m.data.taskId === id), { message: 'the ending' });
+      expect(stream.messages.filter((m) => m.event === 'item.failed').map((m) => m.data.key).sort()).toEqual(['item-0', 'item-2']);
+      await stream.cancel();
+    }
     expect((await call('GET', `/events?task=${id}`, { token: 'token-b' })).status).toBe(404);
     expect((await call('GET', '/events?task=nope')).status).toBe(400);
   });

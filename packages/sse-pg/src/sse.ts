@@ -77,9 +77,10 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
   const notFound = options.notFound ?? ((c: Context) => c.json({ error: { code: 'not_found', message: 'task not found' } }, 404));
 
   return async (c: Context): Promise<Response> => {
-    const taskId = c.req.param(param) ?? '';
-    const task = await options.loadTask(taskId);
+    const task = await options.loadTask(c.req.param(param) ?? '');
     if (!task || !(await options.authorize(c, task))) return notFound(c);
+    // The id as stored: events carry it (one sent in capitals names the same task).
+    const taskId = task.id;
 
     const last = parseEventId(c.req.header('last-event-id'));
     return streamSSE(c, async (stream) => {
@@ -87,7 +88,7 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
       if (last) {
         // What the client says it has, as a state to compare against (only the round, the
         // settled count, the total and whether it was the ending matter to the comparison).
-        latest = {
+        const claimed: TaskStateEvent = {
           type: last.end ? 'task.completed' : 'task.progress',
           taskId,
           tenant: task.tenant,
@@ -103,6 +104,10 @@ export function taskEventsHandler(options: TaskEventsHandlerOptions) {
             dispatched: last.end,
           },
         };
+        // An id ahead of the task as stored was never sent for it (a later round, more items
+        // settled, an ending it has not had): the client is given the current state instead of
+        // waiting for one that may never come.
+        if (!isNewerState(claimed, stateEventOf(task))) latest = claimed;
       }
       // What waits for a slow client is bounded: states replace each other (only the newest
       // matters), and past MAX_QUEUED logs and failures the oldest are dropped.

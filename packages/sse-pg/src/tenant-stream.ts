@@ -54,6 +54,8 @@ function stateEvent(task: KindedTaskState): TaskStateEvent {
 /** Tasks whose newest sent state is remembered, to send only news; the oldest are forgotten first. */
 const MAX_REMEMBERED = 5000;
 const MAX_QUEUED_ITEM_EVENTS = 1000;
+/** How far ahead of this server's clock a resumed id may be (another server's clock). */
+const MAX_CLOCK_SKEW_MS = 60_000;
 
 /**
  * One Server-Sent Events stream of every task a tenant sees in an app: a page needs one
@@ -71,7 +73,9 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
   const maxReplay = options.maxReplay ?? 500;
   const { scope } = options;
   const lastEventId = Number(c.req.header('last-event-id') ?? '');
-  const resumeFrom = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : null;
+  // Ids are a server's clock: one later than this server's clock allows (a minute of skew between
+  // servers) was never sent, and is ignored (it would put every later read in the future).
+  const resumeFrom = Number.isSafeInteger(lastEventId) && lastEventId > 0 && lastEventId <= Date.now() + MAX_CLOCK_SKEW_MS ? lastEventId : null;
 
   return streamSSE(c, async (stream) => {
     let lastId = resumeFrom ?? 0;

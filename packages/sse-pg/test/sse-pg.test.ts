@@ -254,7 +254,8 @@ describe('SSE handler', () => {
       '/tasks/:id/events',
       taskEventsHandler({
         subscriber,
-        loadTask: async (id) => tasks.get(id) ?? null,
+        // As a database finds it: uuids in capitals are the same uuid.
+        loadTask: async (id) => tasks.get(id.toLowerCase()) ?? null,
         authorize: (c, task) => c.req.header('x-tenant') === task.tenant,
         heartbeatMs: 50,
       }),
@@ -316,6 +317,27 @@ describe('SSE handler', () => {
     await waitFor(() => same.messages.length === 1, 'the next progress');
     expect(same.messages[0]).toMatchObject({ id: '1.6.10' });
     await same.cancel();
+  });
+
+  it('follows a task named in capitals under its stored id', async () => {
+    const task = newTask(2, 10);
+    const sse = sseReader((await open(task.id.toUpperCase())).body!);
+    await waitFor(() => sse.messages.length === 1, 'the initial state');
+    publisher.publish(log(task.id, 'item 3 parsed'));
+    publisher.publish(progress(task.id, 5, 10));
+    await waitFor(() => sse.messages.some((m) => m.event === 'item.log') && sse.messages.some((m) => m.id === '1.5.10'), 'the log line and the progress');
+    await sse.cancel();
+  });
+
+  it('ignores a Last-Event-ID the task never had, and sends its current state', async () => {
+    const task = newTask(4, 10);
+    // A later round (one too large for a number), more settled than there are, an ending not had.
+    for (const id of ['99999999999999999999999.end', `1.${'9'.repeat(400)}.10`, '1.5.10', '1.end', '2.1.10']) {
+      const sse = sseReader((await open(task.id, { 'last-event-id': id })).body!);
+      await waitFor(() => sse.messages.length === 1, `the current state after ${id}`);
+      expect(sse.messages[0]).toMatchObject({ event: 'task.progress', id: '1.4.10' });
+      await sse.cancel();
+    }
   });
 
   it('answers 404 for another tenant and for an unknown task, before streaming anything', async () => {

@@ -30,15 +30,17 @@ export function liveRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 200: { contentType: 'text/event-stream' }, 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema },
       async handler(c, { query }) {
         const tenant = c.get('principal').tenant;
+        let focus: string | null = null;
         if (query.task) {
           const task = await fanout.getTask(query.task);
           if (!task || task.kind !== definition.name || task.tenant !== tenant) throw new HttpError(404, 'not_found', `task ${query.task} not found`);
+          focus = task.id; // as stored: events carry it (one sent in capitals names the same task)
         }
         return streams.hold(tenant, () =>
           streamTenantEvents(c, {
             subscriber,
             scope: { tenant, kinds: [definition.name] },
-            focus: query.task ?? null,
+            focus,
             loadStates: (scope, since, limit) => fanout.store.liveTaskCounts({ tenant: scope.tenant, kinds: scope.kinds, since, limit }),
           }),
         );

@@ -17,8 +17,10 @@
 // Prints one JSON line per scenario.
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { benchServer } from './server.ts';
+import { machineCpuSeconds, machineCpuSince } from './clock.ts';
+import { benchServer, statementTimes } from './server.ts';
 
 const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
 const SMALL_ROUNDS = Number(process.env.BENCH_FAIR_SMALL ?? 5);
@@ -36,6 +38,16 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
+/** CPU seconds a process spent so far (Linux `/proc/<pid>/stat`: user and system), or 0 elsewhere. */
+function processCpuSeconds(pid: number): number {
+  try {
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
 const print = (o: object) => console.log(JSON.stringify(o));
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 /** The median over a scenario's rounds of one of their figures. */
@@ -209,12 +221,26 @@ try {
       // single run of the one task varies by a quarter on this machine).
       let one = await oneTask();
       const oneRates = [one];
-      const rounds: { seconds: number; itemsPerSec: number; ratioToOneTask: number; p50Ms: number; p95Ms: number }[] = [];
+      const rounds: { seconds: number; itemsPerSec: number; ratioToOneTask: number; p50Ms: number; p95Ms: number; cpuSeconds: object }[] = [];
       const allIds: string[] = [];
+      // BENCH_STATEMENTS=1: the first round's statements as the server timed them, by total time.
+      const statements = statementTimes(url);
+      let firstRoundStatements: Awaited<ReturnType<typeof statements.read>> = null;
       for (let i = 0; i < MANY_ROUNDS; i++) {
+        if (i === 0) await statements.reset();
+        const cpuBefore = { machine: machineCpuSeconds(), workers: workers.map((w) => processCpuSeconds(w.pid)), own: process.cpuUsage() };
         const started = performance.now();
         const ids = await manySmall(MANY);
         const seconds = (performance.now() - started) / 1000;
+        const own = process.cpuUsage(cpuBefore.own);
+        // Busy CPU seconds over the round: the machine's (PostgreSQL is most of what the processes
+        // below leave), each worker process's, and this process's (the submits and the waiting).
+        const cpuSeconds = {
+          machine: machineCpuSince(cpuBefore.machine),
+          workers: workers.map((w, k) => round(processCpuSeconds(w.pid) - cpuBefore.workers[k]!)),
+          submitter: round((own.user + own.system) / 1e6),
+        };
+        if (i === 0) firstRoundStatements = await statements.read(15, 'total');
         const latencies = [...(await timings(ids)).values()].map((m) => m.latencyMs);
         const after = await oneTask();
         oneRates.push(after);
@@ -224,6 +250,7 @@ try {
           ratioToOneTask: round((MANY * 20) / seconds / ((one + after) / 2)),
           p50Ms: Math.round(quantile(latencies, 0.5)),
           p95Ms: Math.round(quantile(latencies, 0.95)),
+          cpuSeconds,
         });
         allIds.push(...ids);
         one = after;
@@ -262,6 +289,7 @@ try {
           toFirstItem: Math.round(phases!.to_first),
           firstItemToEnd: Math.round(phases!.run),
         },
+        ...(firstRoundStatements ? { firstRoundStatements } : {}),
       });
     }
 

@@ -8,8 +8,9 @@ const statementsWanted = process.env.BENCH_STATEMENTS === '1';
 
 /**
  * The statements of one database as the server timed them (pg_stat_statements), the slowest first
- * by their longest run: null when the server does not keep them (BENCH_STATEMENTS unset, or a
- * DATABASE_URL server without the module). `reset()` before the run, `read()` after it.
+ * by their longest run (`read(top, 'total')`: by the time all their runs took): null when the
+ * server does not keep them (BENCH_STATEMENTS unset, or a DATABASE_URL server without the module).
+ * `reset()` before the run, `read()` after it.
  */
 export function statementTimes(dbUrl: string) {
   const query = async <T extends pg.QueryResultRow>(sql: string): Promise<T[] | null> => {
@@ -29,13 +30,15 @@ export function statementTimes(dbUrl: string) {
     async reset(): Promise<void> {
       await query('SELECT pg_stat_statements_reset()');
     },
-    async read(top = 20): Promise<Array<{ query: string; calls: number; meanMs: number; maxMs: number }> | null> {
-      const rows = await query<{ query: string; calls: string; mean: number; max: number }>(
-        `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean, max_exec_time AS max
+    async read(top = 20, by: 'max' | 'total' = 'max'): Promise<Array<{ query: string; calls: number; meanMs: number; maxMs: number; totalMs: number; planMs: number; blocksPerCall: number }> | null> {
+      const rows = await query<{ query: string; calls: string; mean: number; max: number; total: number; plan: number; blocks: number }>(
+        `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean, max_exec_time AS max, total_exec_time AS total, total_plan_time AS plan,
+                (shared_blks_hit + shared_blks_read)::float8 / GREATEST(calls, 1) AS blocks
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-         ORDER BY max_exec_time DESC LIMIT ${Number(top)}`,
+         ORDER BY ${by === 'total' ? 'total_exec_time' : 'max_exec_time'} DESC LIMIT ${Number(top)}`,
       );
-      return rows?.map((r) => ({ query: r.query.slice(0, 160), calls: Number(r.calls), meanMs: Math.round(r.mean * 100) / 100, maxMs: Math.round(r.max * 100) / 100 })) ?? null;
+      const ms = (x: number) => Math.round(x * 100) / 100;
+      return rows?.map((r) => ({ query: r.query.slice(0, 160), calls: Number(r.calls), meanMs: ms(r.mean), maxMs: ms(r.max), totalMs: ms(r.total), planMs: ms(r.plan), blocksPerCall: Math.round(r.blocks) })) ?? null;
     },
   };
 }
@@ -54,7 +57,7 @@ export async function benchServer() {
     chmodSync(dir, 0o711);
     // BENCH_STATEMENTS=1: the server keeps statement statistics (pg_stat_statements), and the
     // runs of Fanout alone print their slowest statements as the server timed them.
-    const settings = statementsWanted ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : undefined;
+    const settings = statementsWanted ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } : undefined;
     const server = await startPostgres({ dataDir: join(dir, 'pg'), ...(settings ? { settings } : {}) });
     url = server.url;
     stop = async () => {

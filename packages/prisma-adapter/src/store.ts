@@ -305,7 +305,7 @@ export class PrismaFanoutStore implements FanoutStore {
     return logs.itemLogs(this.#db, taskId, itemId, Math.max(1, Math.min(10_000, limit)));
   }
 
-  async liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number }): Promise<TaskCounts[]> {
+  async liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number; unfinished?: boolean }): Promise<TaskCounts[]> {
     return (await reads.liveTaskCounts(this.#db, query)).map(toCounts);
   }
 

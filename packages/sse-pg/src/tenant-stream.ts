@@ -21,10 +21,10 @@ export interface TenantEventsOptions {
   subscriber: TaskEventSubscriber;
   scope: StreamScope;
   /**
-   * The scope's tasks as they are now: every unfinished one, and (on a resume) those changed
-   * since `since`; newest first, at most `limit`.
+   * The scope's tasks as they are now: every unfinished one (unless `unfinished` is false), and
+   * those changed since `since` when given; newest first, at most `limit`.
    */
-  loadStates(scope: StreamScope, since: Date | null, limit: number): Promise<KindedTaskState[]>;
+  loadStates(scope: StreamScope, since: Date | null, limit: number, options: { unfinished: boolean }): Promise<KindedTaskState[]>;
   /** A task of the scope whose item events (failures, logs) also flow; checked by the caller. */
   focus?: string | null;
   /** @default 15000 */
@@ -33,7 +33,11 @@ export interface TenantEventsOptions {
   flushMs?: number;
   /** A resume re-sends what changed this long before the client's last event (clock margin). @default 5000 */
   resumeMarginMs?: number;
-  /** Past this many tasks to replay, the client is told to reload instead (`resync`). @default 500 */
+  /**
+   * Past this many tasks to replay on a resume (or after the LISTEN connection was lost), the
+   * client is told to reload instead (`resync`); a new stream and a heartbeat's read send the
+   * newest this many. @default 500
+   */
   maxReplay?: number;
 }
 
@@ -109,14 +113,22 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
         wake?.();
       }
     };
-    const load = async (since: Date | null) => {
-      const states = await options.loadStates(scope, since, maxReplay + 1);
-      if (states.length > maxReplay) {
+    /**
+     * Reads the states and offers them. A `replay` (a resume, a read after the LISTEN connection
+     * was lost) must carry everything it covers: past `maxReplay` tasks the client is told to
+     * reload instead. A new stream's first read and a heartbeat's send the newest `maxReplay`: the
+     * page read its tasks itself, and a heartbeat's read only catches a notification that never
+     * came. (A heartbeat that read every unfinished task told a tenant with more than `maxReplay` of
+     * them to reload every heartbeat, and a new stream at once.)
+     */
+    const load = async (since: Date | null, how: { unfinished: boolean; replay: boolean }) => {
+      const states = await options.loadStates(scope, since, maxReplay + 1, { unfinished: how.unfinished });
+      if (states.length > maxReplay && how.replay) {
         resync = true;
         wake?.();
         return;
       }
-      for (const state of states) offer(stateEvent(state));
+      for (const state of states.slice(0, maxReplay)) offer(stateEvent(state));
       wake?.();
     };
 
@@ -124,13 +136,13 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
     const offTenant = options.subscriber.subscribeTenant(scope.tenant, receiveState);
     const offFocus = options.focus ? options.subscriber.subscribe(options.focus, receiveItem) : () => {};
     const offReconnect = options.subscriber.onReconnect(() => {
-      void load(new Date((lastId || Date.now()) - margin)).catch(() => {});
+      void load(new Date((lastId || Date.now()) - margin), { unfinished: false, replay: true }).catch(() => {});
     });
-    // With each heartbeat the states are read again (what changed since the last event sent): an
-    // ending whose notification never came still arrives.
+    // With each heartbeat the states changed since the last event sent are read again: an ending
+    // whose notification never came still arrives.
     const heartbeat = setInterval(() => {
       void stream.write(': ping\n\n').catch(() => {});
-      void load(new Date((lastId || Date.now()) - margin)).catch(() => {});
+      void load(new Date((lastId || Date.now()) - margin), { unfinished: false, replay: false }).catch(() => {});
     }, heartbeatMs);
     liveCounts.clients.tenant++;
     const done = new Promise<void>((resolve) => {
@@ -141,7 +153,7 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
       });
     });
     try {
-      await load(resumeFrom === null ? null : new Date(resumeFrom - margin));
+      await load(resumeFrom === null ? null : new Date(resumeFrom - margin), { unfinished: true, replay: resumeFrom !== null });
       while (!closed) {
         if (resync) {
           resync = false;

@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from '@fanout/testdb';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stateEventId, TaskEventPublisher, TaskEventSubscriber, taskEventsHandler, type TaskEvent, type TaskState } from '../src/index.ts';
+import { stateEventId, streamTenantEvents, TaskEventPublisher, TaskEventSubscriber, taskEventsHandler, type KindedTaskState, type TaskEvent, type TaskState } from '../src/index.ts';
 import { completed, counts, log, progress, sseReader } from './helpers.ts';
 
 async function waitFor<T>(check: () => T | Promise<T>, message: string, timeoutMs = 15_000, intervalMs = 10): Promise<NonNullable<T>> {
@@ -364,5 +364,46 @@ describe('SSE handler', () => {
     gc!();
     const grownMb = (process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024;
     expect(grownMb).toBeLessThan(20);
+  });
+});
+
+describe('tenant stream', () => {
+  // Five unfinished tasks, changed lately, as the store would find them (its part of the read is
+  // in the conformance suite), newest first; the stream replays at most three.
+  const states: KindedTaskState[] = Array.from({ length: 5 }, (_, i) => ({ id: randomUUID(), tenant: 't9', kind: 'k', ...counts(i, 10) }));
+  const reads: Array<{ since: Date | null; unfinished: boolean }> = [];
+  const app = new Hono();
+  beforeAll(() => {
+    app.get('/events', (c) =>
+      streamTenantEvents(c, {
+        subscriber,
+        scope: { tenant: 't9', kinds: ['k'] },
+        heartbeatMs: 50,
+        maxReplay: 3,
+        loadStates: async (_scope, since, limit, { unfinished }) => {
+          reads.push({ since, unfinished });
+          return states.slice(0, limit);
+        },
+      }),
+    );
+  });
+
+  it('a new stream gets the newest states past its replay limit, and heartbeats read only what changed, without a resync', async () => {
+    reads.length = 0;
+    const sse = sseReader((await app.request('/events')).body!);
+    await waitFor(() => reads.length >= 4, 'three heartbeats');
+    await waitFor(() => sse.messages.length === 3, 'three states');
+    expect(sse.messages.map((m) => m.data.taskId)).toEqual(states.slice(0, 3).map((s) => s.id));
+    expect(sse.messages.some((m) => m.event === 'resync')).toBe(false);
+    expect(reads[0]).toEqual({ since: null, unfinished: true });
+    expect(reads.slice(1).every((r) => r.since !== null && !r.unfinished)).toBe(true);
+    await sse.cancel();
+  });
+
+  it('a resume with more to replay than its limit is told to reload', async () => {
+    const sse = sseReader((await app.request('/events', { headers: { 'last-event-id': String(Date.now() - 1000) } })).body!);
+    await waitFor(() => sse.messages.some((m) => m.event === 'resync'), 'a resync');
+    expect(sse.messages.filter((m) => m.event !== 'resync')).toEqual([]);
+    await sse.cancel();
   });
 });

@@ -600,10 +600,10 @@ export interface FanoutStore {
   /** An item's stored log lines, oldest first. */
   itemLogs(taskId: string, itemId: string, limit: number): Promise<ItemLogEntry[]>;
   /**
-   * Counters of the tasks a live view follows: every unfinished task of the tenant and kinds,
-   * and (when `since` is given) those changed since; newest first.
+   * Counters of the tasks a live view follows: every unfinished task of the tenant and kinds
+   * (unless `unfinished` is false), and (when `since` is given) those changed since; newest first.
    */
-  liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number }): Promise<TaskCounts[]>;
+  liveTaskCounts(query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number; unfinished?: boolean }): Promise<TaskCounts[]>;
 
   // -- operations ----------------------------------------------------------------------------
   /** Records a process's presence and adds its samples to their buckets. */

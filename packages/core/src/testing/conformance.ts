@@ -1343,6 +1343,11 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(since.map((t) => t.id).sort()).toEqual([open.task.id, done.task.id].sort());
         expect(since.find((t) => t.id === done.task.id)).toMatchObject({ status: 'completed', succeeded: 1, kind, tenant });
         expect(await store.liveTaskCounts({ tenant, kinds: ['another_kind'], since: before, limit: 10 })).toEqual([]);
+        // Without the unfinished ones: only those changed since (none since a moment to come, where
+        // the unfinished one is given by default).
+        expect((await store.liveTaskCounts({ tenant, kinds: [kind], since: before, limit: 10, unfinished: false })).map((t) => t.id).sort()).toEqual([open.task.id, done.task.id].sort());
+        expect(await store.liveTaskCounts({ tenant, kinds: [kind], since: new Date(Date.now() + 60_000), limit: 10, unfinished: false })).toEqual([]);
+        expect((await store.liveTaskCounts({ tenant, kinds: [kind], since: new Date(Date.now() + 60_000), limit: 10 })).map((t) => t.id)).toEqual([open.task.id]);
       });
     });
 

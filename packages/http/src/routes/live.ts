@@ -41,7 +41,7 @@ export function liveRoutes(options: TaskRoutesOptions): RouteSpec[] {
             subscriber,
             scope: { tenant, kinds: [definition.name] },
             focus,
-            loadStates: (scope, since, limit) => fanout.store.liveTaskCounts({ tenant: scope.tenant, kinds: scope.kinds, since, limit }),
+            loadStates: (scope, since, limit, { unfinished }) => fanout.store.liveTaskCounts({ tenant: scope.tenant, kinds: scope.kinds, since, limit, unfinished }),
           }),
         );
       },

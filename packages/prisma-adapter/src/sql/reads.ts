@@ -154,12 +154,13 @@ export async function failureGroups(db: PrismaQueryable, taskId: string): Promis
  * changed since `since`. Through the `(tenant, created_at)` index; the tasks' hot rows are not
  * indexed by `updated_at`, which every settle changes (an index there would end HOT updates).
  */
-export async function liveTaskCounts(db: PrismaQueryable, query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number }): Promise<CountsRow[]> {
+export async function liveTaskCounts(db: PrismaQueryable, query: { tenant: string | null; kinds: readonly string[]; since: Date | null; limit: number; unfinished?: boolean }): Promise<CountsRow[]> {
   return db.$queryRaw<CountsRow[]>`
     SELECT id, kind, tenant, status, stop_reason, total, succeeded, failed, cancelled, round, dispatched_at, max_failures, max_failure_ratio
     FROM fanout_task
     WHERE tenant IS NOT DISTINCT FROM ${query.tenant}::text AND kind = ANY(${[...query.kinds]}::text[])
-      AND (status IN ('queued', 'running', 'stopping') OR (${query.since}::timestamptz IS NOT NULL AND updated_at >= ${query.since}::timestamptz))
+      AND ((${query.unfinished ?? true}::boolean AND status IN ('queued', 'running', 'stopping'))
+           OR (${query.since}::timestamptz IS NOT NULL AND updated_at >= ${query.since}::timestamptz))
     ORDER BY created_at DESC, id DESC
     LIMIT ${query.limit}::int`;
 }

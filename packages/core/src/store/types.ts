@@ -650,7 +650,10 @@ export interface FanoutStore {
   vacuumTables?(): Promise<string[]>;
   /** Running tasks past their deadline. */
   overdueTasks(limit: number): Promise<string[]>;
-  /** Recomputes counters from item rows and finishes tasks whose items are all settled. */
+  /**
+   * Recomputes counters from item rows and finishes tasks whose items are all settled; a task
+   * whose items retention deleted (`purgedAt`) keeps its counters (no drift).
+   */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
   /**
    * Retention: deletes up to `limit` item rows (and as many item logs) of tasks of `kinds` (this

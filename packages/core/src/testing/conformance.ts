@@ -1251,6 +1251,9 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.purgeFinished(0, 1000, [plain])).toMatchObject({ taskId: b, purged: true, tasks: [b], kinds: [plain] });
         expect(await store.purgeFinished(0, 1000, [plain])).toMatchObject({ taskId: null });
         expect((await store.getTask(b))!.purgedAt).toBeInstanceOf(Date);
+        // Its counters are all that is left of its items: a reconcile keeps them.
+        expect(await store.reconcile(b)).toMatchObject({ taskId: b, drift: [], finished: false, task: { total: 2, succeeded: 2 } });
+        expect(await store.getTask(b)).toMatchObject({ status: 'completed', total: 2, succeeded: 2 });
         // A task a delete holds (markPurged) is passed over by retention until the lease lapses.
         if (store.markPurged) {
           const c = await finished(1, hooked);

@@ -132,11 +132,14 @@ export async function overdueTasks(db: PrismaQueryable, limit: number): Promise<
 
 /**
  * Reconcile, in `tx`: recomputes the task's counters from its item rows under the task's row lock,
- * and finishes the task when every item is settled. Null when the task does not exist.
+ * and finishes the task when every item is settled. Null when the task does not exist; a task
+ * whose items retention deleted keeps its counters.
  */
 export async function reconcileTask(tx: PrismaQueryable, taskId: string): Promise<ReconcileResult | null> {
   const before = await lockTask(tx, taskId);
   if (!before) return null;
+  // Retention deleted its items (or is deleting them): its counters are all that is left of them.
+  if (before.purged_at !== null) return { taskId, drift: [], finished: false, task: toSettled(before, true) };
   const [counts] = await tx.$queryRaw<{ total: number; succeeded: number; failed: number; cancelled: number }[]>`
     SELECT count(*)::int AS total,
            count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,

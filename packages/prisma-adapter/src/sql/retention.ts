@@ -53,8 +53,11 @@ export async function purgeFinished(tx: PrismaQueryable, olderThanMs: number, li
               LIMIT ${TASKS_PER_BATCH}::int
             ) due
           ) c WHERE c.before < ${limit}::int))
-          -- Read again under the lock: a retry may have reopened one meanwhile.
+          -- Read again under the lock, every condition: a retry may have reopened one meanwhile,
+          -- or reopened it and its new round ended, not yet announced or fanned in.
           AND t.purged_at IS NULL AND t.status IN ('completed', 'failed', 'cancelled')
+          AND t.completed_at < statement_timestamp() - ${olderThanMs}::bigint * interval '1 millisecond'
+          AND t.announced_round >= t.round AND t.fanin_round >= t.round
         ORDER BY t.id
         FOR UPDATE SKIP LOCKED`;
     if (tasks.length === 0) return { taskId: null, deleted: 0, purged: false, tasks: [], kinds: [] };

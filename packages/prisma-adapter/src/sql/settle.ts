@@ -38,12 +38,15 @@ export async function settleAndIncrement(db: PrismaQueryable, given: readonly Ou
         finished_at = clock_timestamp(), claim_token = NULL
       FROM v WHERE i.id = v.id AND i.claim_token = v.token AND i.status = 'running'
       RETURNING i.id, i.task_id, i.status
-    ), c AS (
+    ), c AS MATERIALIZED (
+      -- In task id order, which the update below locks the tasks' rows in: two settles of items
+      -- of the same tasks then wait for each other instead of deadlocking (a grouping's own order
+      -- depends on its plan).
       SELECT task_id,
              count(*) FILTER (WHERE status = 'succeeded')::int AS s,
              count(*) FILTER (WHERE status = 'failed')::int AS f,
              count(*) FILTER (WHERE status = 'cancelled')::int AS x
-      FROM settled GROUP BY task_id
+      FROM settled GROUP BY task_id ORDER BY task_id
     ), t AS (
       UPDATE fanout_task t SET
         succeeded = t.succeeded + c.s, failed = t.failed + c.f, cancelled = t.cancelled + c.x, updated_at = now(),

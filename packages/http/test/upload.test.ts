@@ -40,6 +40,29 @@ describe('uploads', () => {
     expect(readdirSync(dir).length).toBe(before);
   });
 
+  it('stops reading a file over the limit at the limit when it comes without a length', async () => {
+    const before = readdirSync(dir).length;
+    const boundary = 'b0undary';
+    const head = new TextEncoder().encode(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`);
+    const chunk = new Uint8Array(64 * 1024);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(head);
+      },
+      pull(controller) {
+        sent += chunk.length;
+        controller.enqueue(chunk);
+        if (sent >= 64 * 1024 * 1024) controller.close();
+      },
+    });
+    const res = await app.request('/upload', { method: 'POST', body, duplex: 'half', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([expect.objectContaining({ field: 'body.file', rule: 'too_big' })]);
+    expect(sent).toBeLessThan(4 * 1024 * 1024);
+    expect(readdirSync(dir).length).toBe(before);
+  });
+
   it('refuses what is not an upload of one file: 415, 400 naming the field', async () => {
     expect((await post('{"a":1}', { 'content-type': 'application/json' })).status).toBe(415);
     const noFile = await post(form([['spec', 'x']]));

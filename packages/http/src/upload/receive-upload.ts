@@ -67,6 +67,7 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   let writing = null as { stream: Readable; ended: Promise<unknown> } | null;
   // A write the disk refused (full, no permission): the server's fault, not the request's.
   let diskError: Error | null = null;
+  const source = Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>);
   parser.on('field', (name, value, info) => {
     if (!(options.fields ?? []).includes(name)) failure ??= issue(400, `body.${name}`, 'unrecognized_field', `not a field of this upload (expected ${[fieldName, ...(options.fields ?? [])].join(', ')})`);
     else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
@@ -89,6 +90,9 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     });
     stream.on('limit', () => {
       failure ??= issue(413, `body.${fieldName}`, 'too_big', `larger than the limit of ${options.maxBytes} bytes`);
+      // Nothing more of the request is read: a client sending without a length would otherwise
+      // hold the connection until it stopped, for an answer already known.
+      source.destroy();
     });
     const filename = (info.filename ?? '').split(/[\\/]/).pop() ?? '';
     // A name is shown and stored as text: control characters (NUL among them) are refused.
@@ -114,7 +118,7 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   });
   const unreadable = (error: unknown) => issue(400, 'body', 'invalid_multipart', `not a readable multipart body (${(error as Error).message})`);
   try {
-    await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), parser);
+    await pipeline(source, parser);
   } catch (error) {
     failure ??= unreadable(error);
     // The body is cut short or gone (the client went away): a file being written stops here.

@@ -96,7 +96,8 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   // A task stopped by its failure tolerance or its deadline cancelled the items it had not run:
   // they never ran, so a retry runs them too (a cancel by a person is final, and cannot be retried).
   const withStopped = task.stop_reason === 'failure_threshold' || task.stop_reason === 'deadline';
-  const only = options.itemIds ? [...options.itemIds] : null;
+  // Each item once, as stored (an id named twice, or in capitals, is the same item).
+  const only = options.itemIds ? [...new Set(options.itemIds.map((id) => id.toLowerCase()))] : null;
   const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
   await awaitEnding(tx, task, { retryableOnly, withStopped, only });

@@ -1,6 +1,7 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { readdirSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -28,6 +29,39 @@ async function expectError(res: Response, status: number, field: string, rule: s
   expect(issue, `${field} in ${JSON.stringify(body.error.issues)}`).toBeDefined();
   expect(issue.rule).toBe(rule);
   if (says) expect(body.error.message).toMatch(says);
+}
+
+/**
+ * Posts a file of `bytes` as a multipart upload without a length (chunked), a piece at a time as
+ * the socket takes it: the answer, and how much had been sent when it came.
+ */
+function uploadChunked(url: string, bytes: number): Promise<{ status: number; body: string; sent: number }> {
+  return new Promise((resolve, reject) => {
+    const boundary = 'chunked-upload';
+    let sent = 0;
+    let answered = false;
+    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
+    req.on('response', (res) => {
+      answered = true;
+      const at = sent;
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, sent: at }));
+    });
+    // The server may close the connection once it answered: only an error before the answer fails.
+    req.on('error', (error) => (answered ? undefined : reject(error)));
+    req.write(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.csv"\r\ncontent-type: text/csv\r\n\r\n`);
+    const piece = Buffer.alloc(64 * 1024, 'a');
+    const pump = () => {
+      while (!answered && sent < bytes) {
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', pump);
+      }
+      if (!answered) req.end(`\r\n--${boundary}--\r\n`);
+    };
+    pump();
+  });
 }
 
 async function nothingLeft(t: EtlTest) {
@@ -63,6 +97,12 @@ describe('bad input', () => {
     await expectError(await postLoad(t, small, ''), 400, 'body.spec', 'required');
     await expectError(await postLoad(t, { name: 'big.csv', bytes: Buffer.alloc(300_000, 'a') }, smallSpec), 413, 'body.file', 'too_big', /larger than the limit of 200000 bytes/);
     await expectError(await postLoad(t, small, smallSpec, { chunkRecords: 'ten' }), 400, 'body.chunkRecords', 'invalid_type');
+    // Sent without a length, 32 MB against the limit of 200 KB: the 413 comes once the limit is
+    // passed, not after the client sent the rest.
+    const chunked = await uploadChunked(`${t.apiUrl}/api/etl/uploads`, 32 * 1024 * 1024);
+    expect(chunked.status).toBe(413);
+    expect(JSON.parse(chunked.body).error.issues).toEqual([expect.objectContaining({ field: 'body.file', rule: 'too_big' })]);
+    expect(chunked.sent).toBeLessThan(16 * 1024 * 1024);
     await nothingLeft(t);
     // A spec stored on its own is checked the same way.
     const form = new FormData();

@@ -214,14 +214,16 @@ describe('console API', () => {
 
     // An id later than any this server's clock could have given (past what a date can hold, or
     // years ahead) is not a place to resume from: the stream starts afresh with the unfinished tasks.
-    const running = await submit({ count: 2, item: { sleepMs: 300 } });
+    // (Its items take a minute, abortable: it is still running for both streams, then cancelled.)
+    const running = await submit({ count: 2, item: { sleepMs: 60_000 } });
     for (const id of ['9000000000000000', String(Date.now() + 365 * 86_400_000)]) {
       const fresh = collectEventStream((await call('GET', '/events', { headers: { 'last-event-id': id } })).body!);
       await waitFor(() => fresh.messages.some((m) => m.data.taskId === running), { message: `the running task's state after Last-Event-ID ${id}` });
       expect(Number(fresh.messages[0]!.id)).toBeLessThan(Date.now() + 60_000);
       await fresh.cancel();
     }
-    await ended(running);
+    expect((await call('POST', `/tasks/${running}/cancel`)).status).toBe(200);
+    expect(await ended(running)).toMatchObject({ status: 'cancelled' });
   });
 
   it('a stream focused on a task also carries its item failures; another tenant’s task cannot be focused', async () => {

@@ -63,12 +63,13 @@ const MAX_CLOCK_SKEW_MS = 60_000;
 
 /**
  * One Server-Sent Events stream of every task a tenant sees in an app: a page needs one
- * connection, not one per task (browsers allow six per host). It starts with the state of the
- * unfinished tasks (and, on a resume with `Last-Event-ID`, of every task changed since), then
- * live states, coalesced per task and only ever moving forward, and the item events of the
- * focused task. Event ids are this server's clock in milliseconds, strictly increasing. When the
- * LISTEN connection was lost, the states are read again; when too much would have to be
- * replayed, the client gets a `resync` event and reloads.
+ * connection, not one per task (browsers allow six per host). It starts with the states of the
+ * unfinished tasks (the newest `maxReplay`), or on a resume with `Last-Event-ID` of every task
+ * changed since, then live states, coalesced per task and only ever moving forward, and the item
+ * events of the focused task. Event ids are this server's clock in milliseconds, strictly
+ * increasing. Each heartbeat, and a lost LISTEN connection, reads again what changed since the
+ * last read; when a resume or a reconnect would have more than `maxReplay` to replay, the client
+ * gets a `resync` event and reloads.
  */
 export function streamTenantEvents(c: Context, options: TenantEventsOptions): Response {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
@@ -121,8 +122,13 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
      * came. (A heartbeat that read every unfinished task told a tenant with more than `maxReplay` of
      * them to reload every heartbeat, and a new stream at once.)
      */
+    // When the last read that went through began (this server's clock): the next re-read covers
+    // everything changed since, whatever was sent in between.
+    let readFrom = resumeFrom ?? Date.now();
     const load = async (since: Date | null, how: { unfinished: boolean; replay: boolean }) => {
+      const began = Date.now();
       const states = await options.loadStates(scope, since, maxReplay + 1, { unfinished: how.unfinished });
+      readFrom = began;
       if (states.length > maxReplay && how.replay) {
         resync = true;
         wake?.();
@@ -136,13 +142,13 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
     const offTenant = options.subscriber.subscribeTenant(scope.tenant, receiveState);
     const offFocus = options.focus ? options.subscriber.subscribe(options.focus, receiveItem) : () => {};
     const offReconnect = options.subscriber.onReconnect(() => {
-      void load(new Date((lastId || Date.now()) - margin), { unfinished: false, replay: true }).catch(() => {});
+      void load(new Date(readFrom - margin), { unfinished: false, replay: true }).catch(() => {});
     });
-    // With each heartbeat the states changed since the last event sent are read again: an ending
-    // whose notification never came still arrives.
+    // With each heartbeat the states changed since the last read are read again: a state whose
+    // notification never came (an ending, progress the publisher coalesced away) still arrives.
     const heartbeat = setInterval(() => {
       void stream.write(': ping\n\n').catch(() => {});
-      void load(new Date((lastId || Date.now()) - margin), { unfinished: false, replay: false }).catch(() => {});
+      void load(new Date(readFrom - margin), { unfinished: false, replay: false }).catch(() => {});
     }, heartbeatMs);
     liveCounts.clients.tenant++;
     const done = new Promise<void>((resolve) => {
@@ -153,7 +159,9 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
       });
     });
     try {
-      await load(resumeFrom === null ? null : new Date(resumeFrom - margin), { unfinished: true, replay: resumeFrom !== null });
+      // A new stream starts with the unfinished tasks; a resume with what changed since the
+      // client's last event (it has the rest).
+      await load(resumeFrom === null ? null : new Date(resumeFrom - margin), { unfinished: resumeFrom === null, replay: resumeFrom !== null });
       while (!closed) {
         if (resync) {
           resync = false;

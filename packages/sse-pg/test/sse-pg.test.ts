@@ -396,14 +396,21 @@ describe('tenant stream', () => {
     expect(sse.messages.map((m) => m.data.taskId)).toEqual(states.slice(0, 3).map((s) => s.id));
     expect(sse.messages.some((m) => m.event === 'resync')).toBe(false);
     expect(reads[0]).toEqual({ since: null, unfinished: true });
-    expect(reads.slice(1).every((r) => r.since !== null && !r.unfinished)).toBe(true);
+    // Each heartbeat reads from where the read before it began (less the clock margin of 5 s).
+    const heartbeats = reads.slice(1);
+    expect(heartbeats.every((r) => r.since !== null && !r.unfinished)).toBe(true);
+    for (const [i, r] of heartbeats.slice(1).entries()) expect(r.since!.getTime()).toBeGreaterThanOrEqual(heartbeats[i]!.since!.getTime());
+    expect(Date.now() - heartbeats.at(-1)!.since!.getTime()).toBeLessThan(5000 + 1000);
     await sse.cancel();
   });
 
-  it('a resume with more to replay than its limit is told to reload', async () => {
-    const sse = sseReader((await app.request('/events', { headers: { 'last-event-id': String(Date.now() - 1000) } })).body!);
-    await waitFor(() => sse.messages.some((m) => m.event === 'resync'), 'a resync');
-    expect(sse.messages.filter((m) => m.event !== 'resync')).toEqual([]);
+  it('a resume reads what changed since its last event, and with more than its limit is told to reload', async () => {
+    reads.length = 0;
+    const last = Date.now() - 1000;
+    const sse = sseReader((await app.request('/events', { headers: { 'last-event-id': String(last) } })).body!);
+    await waitFor(() => sse.messages.length > 0, 'a first event');
+    expect(sse.messages[0]!.event).toBe('resync');
+    expect(reads[0]).toEqual({ since: new Date(last - 5000), unfinished: false });
     await sse.cancel();
   });
 });

@@ -96,8 +96,10 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   // A task stopped by its failure tolerance or its deadline cancelled the items it had not run:
   // they never ran, so a retry runs them too (a cancel by a person is final, and cannot be retried).
   const withStopped = task.stop_reason === 'failure_threshold' || task.stop_reason === 'deadline';
-  // Each item once, as stored (an id named twice, or in capitals, is the same item).
-  const only = options.itemIds ? [...new Set(options.itemIds.map((id) => id.toLowerCase()))] : null;
+  // Each item once, as the database spells it: an id named twice (or spelled two ways) is one item.
+  const only = options.itemIds
+    ? (await tx.$queryRaw<{ ids: string[] }[]>`SELECT COALESCE(array_agg(DISTINCT x)::text[], '{}') AS ids FROM unnest(${[...options.itemIds]}::uuid[]) AS x`)[0]!.ids
+    : null;
   const retryableOnly = options.retryableOnly ?? false;
   const round = task.round + 1;
   await awaitEnding(tx, task, { retryableOnly, withStopped, only });

@@ -102,7 +102,9 @@ export async function finishPurge(db: PrismaQueryable, taskIds: readonly string[
  */
 export async function holdPurge(db: PrismaQueryable, taskIds: readonly string[], token: string, ms: number): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
-    UPDATE fanout_task SET purge_lease_until = clock_timestamp() + ${ms}::int * interval '1 millisecond'
+    -- 0 lets them go at once: no lease at all (the clock's now, stored to the millisecond, may be
+    -- rounded up past a batch that looks in the same millisecond).
+    UPDATE fanout_task SET purge_lease_until = CASE WHEN ${ms}::int > 0 THEN clock_timestamp() + ${ms}::int * interval '1 millisecond' END
     WHERE id = ANY(${[...taskIds]}::uuid[]) AND purging AND purge_token = ${token}::uuid RETURNING id::text`;
   return rows.map((r) => r.id);
 }

@@ -30,3 +30,14 @@ export function machineCpuSince(before: number | null): number | null {
   const after = machineCpuSeconds();
   return before === null || after === null ? null : Math.round((after - before) * 100) / 100;
 }
+
+/** CPU seconds a process spent so far (Linux `/proc/<pid>/stat`: user and system), or 0 elsewhere. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}

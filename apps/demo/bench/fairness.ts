@@ -17,9 +17,8 @@
 // Prints one JSON line per scenario.
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { createAppRuntime, startWorker, testDefinition } from '@fanout/runtime-tests/harness';
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { machineCpuSeconds, machineCpuSince } from './clock.ts';
+import { machineCpuSeconds, machineCpuSince, processCpuSeconds } from './clock.ts';
 import { benchServer, statementTimes } from './server.ts';
 
 const BIG = Number(process.env.BENCH_FAIR_BIG ?? 50_000);
@@ -38,16 +37,6 @@ const ONLY = process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(','
 const runs = (scenario: string) => !ONLY || ONLY.includes(scenario);
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
-/** CPU seconds a process spent so far (Linux `/proc/<pid>/stat`: user and system), or 0 elsewhere. */
-function processCpuSeconds(pid: number): number {
-  try {
-    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return 0;
-  }
-}
 const print = (o: object) => console.log(JSON.stringify(o));
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 /** The median over a scenario's rounds of one of their figures. */

@@ -114,6 +114,9 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
         wake?.();
       }
     };
+    // When the last read that went through began (this server's clock): the next re-read covers
+    // everything changed since, whatever was sent in between.
+    let readFrom = resumeFrom ?? Date.now();
     /**
      * Reads the states and offers them. A `replay` (a resume, a read after the LISTEN connection
      * was lost) must carry everything it covers: past `maxReplay` tasks the client is told to
@@ -122,9 +125,6 @@ export function streamTenantEvents(c: Context, options: TenantEventsOptions): Re
      * came. (A heartbeat that read every unfinished task told a tenant with more than `maxReplay` of
      * them to reload every heartbeat, and a new stream at once.)
      */
-    // When the last read that went through began (this server's clock): the next re-read covers
-    // everything changed since, whatever was sent in between.
-    let readFrom = resumeFrom ?? Date.now();
     const load = async (since: Date | null, how: { unfinished: boolean; replay: boolean }) => {
       const began = Date.now();
       const states = await options.loadStates(scope, since, maxReplay + 1, { unfinished: how.unfinished });

@@ -117,3 +117,49 @@ describe('the statements of a worker’s loop', () => {
     }
   });
 });
+
+// PostgreSQL builds a generic plan again after an ANALYZE of a table the statement reads, and keeps
+// it only while it costs no more than the custom plans made so far did on average. An ANALYZE of the
+// ready rows while one large task filled them said that every task had thousands of ready rows: the
+// claim's generic plan then cost eighty times its first custom plans, and every claim from then on
+// was planned again (about 1 ms each on a busy server). The ready rows' task column has a fixed
+// ratio of distinct values instead (the migration `fanout_ready_statistics`).
+describe('the claim', () => {
+  const t = testDatabase(1);
+
+  it('keeps its generic plan through an ANALYZE taken while one large task fills the ready rows', async () => {
+    const store = prismaFanoutStore(t.prisma, { pool: t.pool });
+    const submit = async (tenant: string, items: number) => {
+      const task = await store.createTask({ kind: 'skew', tenant, input: {}, maxAttempts: 3 }, async () => {});
+      await store.startDispatch(task.id);
+      for (let from = 0; from < items; from += 2000) {
+        const page = Array.from({ length: Math.min(2000, items - from) }, (_, i) => ({ key: `k${from + i}`, seq: from + i + 1, snapshot: { i } }));
+        await store.insertItems(task.id, page, async () => {});
+      }
+      await store.finishDispatch(task.id);
+    };
+    const plans = async () => {
+      const { rows } = await t.pool.query<{ generic_plans: string; custom_plans: string }>(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'fanout\\_%' AND statement LIKE '%eligible AS%'",
+      );
+      expect(rows).toHaveLength(1);
+      return { generic: Number(rows[0]!.generic_plans), custom: Number(rows[0]!.custom_plans) };
+    };
+    const claim = async (tenant: string) => {
+      const { claimed } = await store.claimNext({ kind: 'skew', tenant, after: null, limit: 10, token: randomUUID(), leaseMs: 30_000 });
+      expect(claimed).toHaveLength(10);
+    };
+    for (const tenant of ['a', 'b']) await submit(tenant, 200);
+    await t.pool.query('ANALYZE fanout_ready');
+    for (let i = 0; i < 8; i++) await claim(i % 2 === 0 ? 'a' : 'b');
+    const before = await plans();
+    expect(before.generic).toBeGreaterThan(0);
+
+    await submit('big', 12_000);
+    await t.pool.query('ANALYZE fanout_ready');
+    for (let i = 0; i < 20; i++) await claim(['a', 'b', 'big'][i % 3]!);
+    const after = await plans();
+    expect(after.custom, 'custom plans made after the ANALYZE').toBe(before.custom);
+    expect(after.generic - before.generic).toBe(20);
+  });
+});

@@ -32,6 +32,10 @@ export const FANOUT_MIGRATIONS: readonly FanoutMigration[] = [
     name: '20261205000000_fanout_purge_hook',
     probe: `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fanout_task') AND attname = 'purge_lease_until' AND NOT attisdropped)`,
   },
+  {
+    name: '20261206000000_fanout_ready_statistics',
+    probe: `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fanout_ready') AND attname = 'task_id' AND attoptions IS NOT NULL)`,
+  },
 ];
 
 /** One query answering every probe at once: a boolean column `m<i>` per migration. */

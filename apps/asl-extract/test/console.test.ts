@@ -23,6 +23,10 @@ let papers: string[];
 const HELD = /: paper (59|60)\b/;
 let releaseHeld!: () => void;
 const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+// The operations view's stalled tasks read papers 9001 and 9002, held until the end.
+const HELD_TO_THE_END = /: paper (9001|9002)\b/;
+let releaseAll!: () => void;
+const heldToTheEnd = new Promise<void>((resolve) => (releaseAll = resolve));
 // The times an action took and the page's lag behind the API are measured and printed with the
 // results (a quiet machine: actions 0.2-0.5 s, counters 0-0.8 s behind); the test asserts that the
 // page gets there, with bounds a loaded CI machine still meets.
@@ -47,10 +51,13 @@ beforeAll(async () => {
     answer: async (messages) => {
       const text = messages.find((m) => m.role === 'user')?.content ?? '';
       if (HELD.test(text)) await held;
+      if (HELD_TO_THE_END.test(text)) await heldToTheEnd;
       return JSON.stringify(await offline.extract(text));
     },
   });
-  t = await aslTest({ FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm', FANOUT_LLM_CONCURRENCY: 8 });
+  // FANOUT_STALL_MS: a running task whose count stays still for a second is reported stalled (the
+  // operations view's test holds two).
+  t = await aslTest({ FANOUT_LLM_BASE_URL: llm.baseUrl, FANOUT_LLM_MODEL: 'simulated-llm', FANOUT_LLM_CONCURRENCY: 8, FANOUT_STALL_MS: 1000 });
   await t.api();
   await t.workers(2);
   papers = await createSampleLibrary(t.prisma, t.storage, 'team-a', 60);
@@ -60,6 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   console.log(`console action timings (ms): ${JSON.stringify(timings)}`);
   releaseHeld();
+  releaseAll();
   await browser?.close();
   await t?.[Symbol.asyncDispose]();
   await llm?.close();
@@ -288,7 +296,24 @@ describe('ASL operator console in Chromium', () => {
     await context.close();
   });
 
-  it('shows operators the platform: queues, both worker processes, the LLM limit, throughput; users do not see it', async () => {
+  it('shows operators the platform: queues, both worker processes, the LLM limit, throughput, stalled tasks of every tenant; users do not see it', async () => {
+    // A task of the operator's own tenant and one of another tenant, both held by the model (their
+    // papers are 9001 and 9002): the operator sees both stalled, and only its own tenant's task links
+    // to its page (another tenant's page would answer "not found").
+    const heldTask = async (token: string, tenant: string) => {
+      const documentIds = await createSampleLibrary(t.prisma, t.storage, tenant, 2, 9001);
+      return ((await (await t.call('POST', '/tasks', { token, body: { input: { documentIds } } })).json()) as { id: string }).id;
+    };
+    const own = await heldTask(TEST_TOKEN.ops, 'ops');
+    const other = await heldTask(TEST_TOKEN.b, 'team-b');
+    await waitFor(
+      async () => {
+        const snapshot = (await (await t.call('GET', '/ops', { token: TEST_TOKEN.ops })).json()) as { attention: { stalled: { id: string }[] } | null };
+        const stalled = new Set(snapshot.attention?.stalled.map((s) => s.id));
+        return stalled.has(own) && stalled.has(other);
+      },
+      { timeoutMs: 30_000, message: 'both held tasks reported stalled' },
+    );
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const user = await signedIn(context);
     expect(await user.getByRole('link', { name: 'Operations' }).count()).toBe(0);
@@ -301,11 +326,19 @@ describe('ASL operator console in Chromium', () => {
     const workers = page.getByRole('region', { name: 'Workers, table' });
     await waitFor(async () => (await workers.getByText('alive').count()) >= 2, { message: 'two live workers' });
     await page.getByText('llm', { exact: true }).waitFor();
+    const attention = page.getByRole('region', { name: 'Needs attention' });
+    const short = (id: string) => `${id.slice(0, 8)}…${id.slice(-6)}`;
+    await attention.getByRole('link', { name: short(own) }).waitFor();
+    expect(await attention.getByRole('link', { name: short(other) }).count()).toBe(0);
+    expect(await attention.getByText(short(other), { exact: true }).getAttribute('title')).toContain(other);
     await page.screenshot({ path: join(shots, '08-operations.png'), fullPage: true });
     await expectAccessible(page, 'the operations view');
     expect(pageErrors(page)).toEqual([]);
     await context.close();
     await ops.close();
+    for (const [id, token] of [[own, TEST_TOKEN.ops], [other, TEST_TOKEN.b]] as const) {
+      expect((await t.call('POST', `/tasks/${id}/cancel`, { token })).status).toBe(200);
+    }
   });
 
   it('follows the system’s dark mode, goes to one column below 900 px, and the first screen weighs under 100 KB', async () => {

@@ -1,4 +1,5 @@
 import type { OpsSnapshot } from '../../api/types.ts';
+import { useApp } from '../../app-context.ts';
 import { DateTime } from '../../components/DateTime.tsx';
 import { formatCount, formatDuration, shortId } from '../../state/format.ts';
 
@@ -8,6 +9,7 @@ import { formatCount, formatDuration, shortId } from '../../state/format.ts';
  * streams.
  */
 export function Attention({ snapshot }: { snapshot: OpsSnapshot }) {
+  const { me } = useApp();
   const a = snapshot.attention;
   const errors = snapshot.errors ?? [];
   return (
@@ -24,13 +26,13 @@ export function Attention({ snapshot }: { snapshot: OpsSnapshot }) {
               <ul class="attention">
                 {a.overdue.map((t) => (
                   <li key={`o-${t.id}`}>
-                    <span class="badge tone-bad">past deadline</span> <a href={`#/tasks/${encodeURIComponent(t.id)}`} class="mono">{shortId(t.id)}</a> {t.kind}
+                    <span class="badge tone-bad">past deadline</span> <TaskRef id={t.id} tenant={t.tenant} viewer={me.tenant} /> {t.kind}
                     {t.tenant ? ` · ${t.tenant}` : ''} · due <DateTime iso={t.deadlineAt} />
                   </li>
                 ))}
                 {a.stalled.map((t) => (
                   <li key={`s-${t.id}`}>
-                    <span class="badge tone-warn">no progress</span> <a href={`#/tasks/${encodeURIComponent(t.id)}`} class="mono">{shortId(t.id)}</a> {t.kind}
+                    <span class="badge tone-warn">no progress</span> <TaskRef id={t.id} tenant={t.tenant} viewer={me.tenant} /> {t.kind}
                     {t.tenant ? ` · ${t.tenant}` : ''} · {formatCount(t.settled)} of {formatCount(t.total)} settled, none for {formatDuration(t.quietMs)}
                   </li>
                 ))}
@@ -86,5 +88,25 @@ export function Attention({ snapshot }: { snapshot: OpsSnapshot }) {
         <p class="hint">Since the processes listed below started; the same counts as the fanout_items_settled and fanout_items_retried metrics.</p>
       </section>
     </div>
+  );
+}
+
+/**
+ * A task of the list: a link to its page when the viewer's tenant owns it; otherwise its id alone
+ * (an operator sees every tenant's figures here, but a task's page, its items and its stream stay
+ * its own tenant's), in full on hover, for finding it through the API or the logs.
+ */
+function TaskRef({ id, tenant, viewer }: { id: string; tenant: string | null; viewer: string }) {
+  if (tenant === viewer) {
+    return (
+      <a href={`#/tasks/${encodeURIComponent(id)}`} class="mono">
+        {shortId(id)}
+      </a>
+    );
+  }
+  return (
+    <span class="mono" title={`${id} (another tenant's task: its page is that tenant's)`}>
+      {shortId(id)}
+    </span>
   );
 }

@@ -597,7 +597,7 @@ export class Fanout implements AsyncDisposable {
     const result = await this.store.stopTask(taskId, 'cancelled');
     if (!result) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
     if (!result.changed && isTerminalTaskStatus(result.task.status)) {
-      throw new FanoutError('conflict', `task ${taskId} already ${result.task.status}; only a queued or running task can be cancelled`);
+      throw new FanoutError('conflict', `task ${taskId} already ${result.task.status}; only a queued or running task can be cancelled`, { field: 'taskId' });
     }
     this.#announceTask(result.task, true);
     this.events.emit('task.progress', { ...result.task, at: Date.now() });

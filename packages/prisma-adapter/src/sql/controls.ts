@@ -80,7 +80,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   const task = await lockTask(tx, taskId);
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.status !== 'completed' && task.status !== 'failed') {
-    throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`);
+    throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a completed or failed task can retry its failed items`, { field: 'taskId' });
   }
   // Read under the task's lock, which a retention batch holds while it deletes: once one has begun
   // on the task, its items are going, and a retry would reopen a task with none left to run.
@@ -91,7 +91,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   // "completed" with items that never existed. The task is submitted again instead.
   if (task.dispatch_cut) {
     const why = task.stop_reason === 'manager_failed' ? (task.error ?? 'its manager failed') : `stopped by ${task.stop_reason === 'failure_threshold' ? 'its failure tolerance' : task.stop_reason}`;
-    throw new FanoutError('conflict', `task ${taskId} stopped before all its items were listed (${why}); submit it again instead of retrying it`);
+    throw new FanoutError('conflict', `task ${taskId} stopped before all its items were listed (${why}); submit it again instead of retrying it`, { field: 'taskId' });
   }
   // A task stopped by its failure tolerance or its deadline cancelled the items it had not run:
   // they never ran, so a retry runs them too (a cancel by a person is final, and cannot be retried).
@@ -127,11 +127,11 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
       : retryableOnly
         ? `task ${taskId} has no retryable failed items`
         : `task ${taskId} has no failed items to retry`;
-    throw new FanoutError('conflict', what);
+    throw new FanoutError('conflict', what, { field: only ? 'itemId' : 'taskId' });
   }
   if (only && items.length < only.length) {
     const retried = new Set(items.map((i) => i.id));
-    throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`);
+    throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`, { field: 'itemId' });
   }
   const failedBack = items.filter((i) => i.was === 'failed').length;
   const cancelledBack = items.length - failedBack;
@@ -214,5 +214,5 @@ export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<v
 async function unfinishedOrMissing(db: PrismaQueryable, taskId: string, what: string): Promise<never> {
   const [task] = await db.$queryRaw<{ status: string }[]>`SELECT status FROM fanout_task WHERE id = ${taskId}::uuid`;
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
-  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be ${what}`);
+  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be ${what}`, { field: 'taskId' });
 }

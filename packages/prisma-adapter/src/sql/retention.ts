@@ -129,5 +129,5 @@ export async function markPurged(db: PrismaQueryable, taskId: string, lease: Pur
   if (task.purging && ['completed', 'failed', 'cancelled'].includes(task.status)) {
     throw new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, { field: 'taskId' });
   }
-  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`);
+  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`, { field: 'taskId' });
 }

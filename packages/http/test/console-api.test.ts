@@ -191,7 +191,9 @@ describe('console API', () => {
     const one = await call('POST', `/tasks/${permanent}/items/${failed.items[0].id}/retry`, { body: {} });
     expect(one.status).toBe(202);
     expect(await ended(permanent)).toMatchObject({ status: 'completed', succeeded: 3, failed: 0, round: 2 });
-    expect((await call('POST', `/tasks/${permanent}/items/${failed.items[0].id}/retry`, { token: 'token-b', body: {} })).status).toBe(404);
+    const foreign = await call('POST', `/tasks/${permanent}/items/${failed.items[0].id}/retry`, { token: 'token-b', body: {} });
+    expect(foreign.status).toBe(404);
+    expect(await json(foreign)).toEqual({ error: { code: 'not_found', message: `task ${permanent} not found` } });
   });
 
   it('one stream carries every task of the tenant, resumes after Last-Event-ID, and shows no other tenant', async () => {

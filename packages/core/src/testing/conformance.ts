@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../store/ids.ts';
 import type { EnqueueWork, FanoutStore, NewItem, Outcome, TaskRecord, WorkToEnqueue } from '../store/types.ts';
+import type { FanoutError } from '../errors/errors.ts';
 
 export interface ConformanceHarness {
   /** A store on a database that has the store's tables (shared by the whole suite). */
@@ -1203,8 +1204,12 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
           await expect(store.markPurged(running.task.id, lease())).rejects.toMatchObject({ code: 'conflict' });
           await expect(store.markPurged(randomUUID(), lease())).rejects.toMatchObject({ code: 'not_found' });
           await store.markPurged(done.task.id, lease());
-          // Held by that delete: another is refused while it holds it.
-          await expect(store.markPurged(done.task.id, lease())).rejects.toMatchObject({ code: 'conflict' });
+          // Held by that delete: another is refused while it holds it, told when to try again (when
+          // the lease runs out at the latest).
+          const refused = await store.markPurged(done.task.id, lease()).then(() => null, (error: unknown) => error as FanoutError);
+          expect(refused).toMatchObject({ code: 'conflict', field: 'taskId' });
+          expect(refused!.retryAfterMs).toBeGreaterThanOrEqual(1000);
+          expect(refused!.retryAfterMs).toBeLessThanOrEqual(Math.max(1000, LEASE));
           expect((await store.getTask(done.task.id))!.purgedAt).toBeInstanceOf(Date);
           expect((await store.getTask(running.task.id))!.purgedAt).toBeNull();
         }

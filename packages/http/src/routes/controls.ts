@@ -1,25 +1,31 @@
 import { FanoutError } from '@fanout/core';
+import { HttpError } from '../errors.ts';
 import { route, type RouteSpec } from '../route.ts';
 import { errorSchema, itemParams, retriedSchema, retryFailedBody, retryItemBody, taskIdParams, taskViewSchema } from '../schemas.ts';
 import { taskView } from '../views.ts';
 import { ownedTask, type TaskRoutesOptions } from './context.ts';
 
 /**
- * Runs a control of the task (and item) in the path: what the runtime refuses of its `taskId` or
+ * Runs a control of the task `taskId` of the path: what the runtime refuses of its `taskId` or
  * `itemId` is, to an HTTP client, the path's `params.id` or `params.itemId`, the names its
- * validation errors use.
+ * validation errors use. A task gone since it was read is answered as `ownedTask` answers a
+ * missing one.
  */
-async function onPathIds<T>(control: () => Promise<T>): Promise<T> {
+async function onPathIds<T>(taskId: string, control: () => Promise<T>): Promise<T> {
   try {
     return await control();
   } catch (error) {
-    const field = error instanceof FanoutError ? PATH_FIELDS[error.field ?? ''] : undefined;
+    const field = error instanceof FanoutError && error.field !== undefined ? PATH_FIELDS.get(error.field) : undefined;
     if (!field) throw error;
     const refused = error as FanoutError;
+    if (refused.code === 'not_found' && field === 'params.id') throw new HttpError(404, 'not_found', `task ${taskId} not found`);
     throw new FanoutError(refused.code, refused.message, { field, cause: refused, ...(refused.retryAfterMs === undefined ? {} : { retryAfterMs: refused.retryAfterMs }) });
   }
 }
-const PATH_FIELDS: Record<string, string | undefined> = { taskId: 'params.id', itemId: 'params.itemId' };
+const PATH_FIELDS = new Map([
+  ['taskId', 'params.id'],
+  ['itemId', 'params.itemId'],
+]);
 
 /** Cancel, retry (failed items, one item), archive, delete. */
 export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
@@ -34,7 +40,7 @@ export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 200: taskViewSchema, ...responses },
       async handler(c) {
         const task = await ownedTask(c, fanout, definition);
-        await onPathIds(() => fanout.cancel(task.id));
+        await onPathIds(task.id, () => fanout.cancel(task.id));
         return c.json(taskView((await fanout.getTask(task.id))!));
       },
     }),
@@ -47,7 +53,7 @@ export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 202: retriedSchema, ...responses },
       async handler(c, { body }) {
         const task = await ownedTask(c, fanout, definition);
-        const result = await onPathIds(() =>
+        const result = await onPathIds(task.id, () =>
           fanout.retryFailed(task.id, { ...(body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs }), ...(body.retryableOnly ? { retryableOnly: true } : {}) }),
         );
         return c.json({ retried: result.retried, task: taskView(result.task) }, 202);
@@ -62,7 +68,7 @@ export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 202: retriedSchema, ...responses },
       async handler(c, { params, body }) {
         const task = await ownedTask(c, fanout, definition);
-        const result = await onPathIds(() => fanout.retryItem(task.id, params.itemId, body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs }));
+        const result = await onPathIds(task.id, () => fanout.retryItem(task.id, params.itemId, body.deadlineMs === undefined ? {} : { deadlineMs: body.deadlineMs }));
         return c.json({ retried: result.retried, task: taskView(result.task) }, 202);
       },
     }),
@@ -74,7 +80,7 @@ export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 200: taskViewSchema, ...responses },
       async handler(c) {
         const task = await ownedTask(c, fanout, definition);
-        return c.json(taskView(await onPathIds(() => fanout.archive(task.id))));
+        return c.json(taskView(await onPathIds(task.id, () => fanout.archive(task.id))));
       },
     }),
     route({
@@ -85,7 +91,7 @@ export function controlRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 204: { contentType: 'text/plain', description: 'deleted' }, ...responses },
       async handler(c) {
         const task = await ownedTask(c, fanout, definition);
-        await onPathIds(() => fanout.deleteTask(task.id));
+        await onPathIds(task.id, () => fanout.deleteTask(task.id));
         return c.body(null, 204);
       },
     }),

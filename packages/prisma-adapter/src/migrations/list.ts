@@ -34,7 +34,8 @@ export const FANOUT_MIGRATIONS: readonly FanoutMigration[] = [
   },
   {
     name: '20261206000000_fanout_ready_statistics',
-    probe: `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('fanout_ready') AND attname = 'task_id' AND attoptions IS NOT NULL)`,
+    // The setting itself (any value: a DBA's own is kept), not just any option of the column.
+    probe: `EXISTS (SELECT 1 FROM pg_attribute a, unnest(a.attoptions) o WHERE a.attrelid = to_regclass('fanout_ready') AND a.attname = 'task_id' AND o LIKE 'n_distinct=%')`,
   },
 ];
 

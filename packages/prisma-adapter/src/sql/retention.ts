@@ -124,10 +124,15 @@ export async function markPurged(db: PrismaQueryable, taskId: string, lease: Pur
       AND (NOT purging OR purge_lease_until IS NULL OR purge_lease_until < clock_timestamp())
     RETURNING id`;
   if (rows.length > 0) return;
-  const [task] = await db.$queryRaw<{ status: string; purging: boolean }[]>`SELECT status, purging FROM fanout_task WHERE id = ${taskId}::uuid`;
+  const [task] = await db.$queryRaw<{ status: string; purging: boolean; lease_ms: number | null }[]>`
+    SELECT status, purging, ceil(extract(epoch FROM purge_lease_until - clock_timestamp()) * 1000)::int AS lease_ms FROM fanout_task WHERE id = ${taskId}::uuid`;
   if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
   if (task.purging && ['completed', 'failed', 'cancelled'].includes(task.status)) {
-    throw new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, { field: 'taskId' });
+    // Again once the other process's lease on the purge runs out, at the latest (a second at least).
+    throw new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, {
+      field: 'taskId',
+      retryAfterMs: Math.max(1000, task.lease_ms ?? 0),
+    });
   }
   throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`, { field: 'taskId' });
 }

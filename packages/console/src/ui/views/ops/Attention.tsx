@@ -92,9 +92,9 @@ export function Attention({ snapshot }: { snapshot: OpsSnapshot }) {
 }
 
 /**
- * A task of the list: a link to its page when the viewer's tenant owns it; otherwise its id alone
- * (an operator sees every tenant's figures here, but a task's page, its items and its stream stay
- * its own tenant's), in full on hover, for finding it through the API or the logs.
+ * A task of the list: a link to its page when the viewer's tenant owns it; otherwise its whole id
+ * as text, to be copied (an operator sees every tenant's tasks here, but a task's page, its items
+ * and its stream stay its own tenant's, and a link would open a "not found").
  */
 function TaskRef({ id, tenant, viewer }: { id: string; tenant: string | null; viewer: string }) {
   if (tenant === viewer) {
@@ -104,9 +104,5 @@ function TaskRef({ id, tenant, viewer }: { id: string; tenant: string | null; vi
       </a>
     );
   }
-  return (
-    <span class="mono" title={`${id} (another tenant's task: its page is that tenant's)`}>
-      {shortId(id)}
-    </span>
-  );
+  return <span class="mono">{id}</span>;
 }

@@ -1,13 +1,17 @@
 /**
- * CSV (RFC 4180, CRLF line ends) that is safe to open in a spreadsheet: a cell starting with a
- * formula character (`=`, `+`, `-`, `@`, tab, carriage return) is prefixed with `'` so it is
- * shown as text instead of run (OWASP's CSV injection advice).
+ * CSV (RFC 4180, CRLF line ends) that is safe to open in a spreadsheet: a text cell that starts
+ * with a formula character (`=`, `+`, `-`, `@`, tab, carriage return, line feed), or with spaces
+ * before one of `=`, `+`, `-`, `@` (some spreadsheets trim them), is prefixed with `'` so it is
+ * shown as text instead of run (OWASP's CSV injection advice). Numbers and booleans are written
+ * as they are: `-5` stays a number.
  */
 export function csvCell(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   const text = value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  const safe = FORMULA_START.test(text) ? `'${text}` : text;
   return /[",\n\r]/.test(safe) || safe !== text ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
+const FORMULA_START = /^(?:[\t\r\n]|[ \u00a0]*[=+\-@])/;
 
 export const csvLine = (cells: readonly unknown[]): string => `${cells.map(csvCell).join(',')}\r\n`;
 

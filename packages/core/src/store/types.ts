@@ -535,7 +535,10 @@ export interface FanoutStore {
    * Claims items for one worker: `pending` items of a running task, and `running` items whose
    * lease lapsed (their holder died) and that have attempts left. Sets owner token, lease and
    * attempt number in one conditional update. A claim may be committed without waiting for the
-   * disk: losing one in a database crash only sends the item back to be claimed again.
+   * disk: losing one in a database crash only sends the item back to be claimed again. The given
+   * items are taken whatever their retry delay and their tenant's quotas: the runtime's scheduler
+   * claims through `claimNext`, which waits out retry delays and keeps within the quotas it is
+   * given; this is for a caller that chose its items (a tool, a test).
    */
   claimItems(itemIds: readonly string[], token: string, leaseMs: number): Promise<ClaimResult>;
   /**

@@ -17,16 +17,18 @@ let t: AslTest;
 let llm: SimulatedLlm;
 let browser: Browser;
 let papers: string[];
+/** The model's answers on the papers `pattern` matches, held until `release()`. */
+function hold(pattern: RegExp) {
+  let release!: () => void;
+  const until = new Promise<void>((resolve) => (release = resolve));
+  return { pattern, until, release };
+}
 // The task the console test cancels reads papers 59 and 60, which no other task reads; the model
 // holds its answers on them until the page has shown the cancel, so that task is still running
 // when it is cancelled however fast or slow the machine is.
-const HELD = /: paper (59|60)\b/;
-let releaseHeld!: () => void;
-const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+const held = hold(/: paper (59|60)\b/);
 // The operations view's stalled tasks read papers 9001 and 9002, held until the end.
-const HELD_TO_THE_END = /: paper (9001|9002)\b/;
-let releaseAll!: () => void;
-const heldToTheEnd = new Promise<void>((resolve) => (releaseAll = resolve));
+const heldToTheEnd = hold(/: paper (9001|9002)\b/);
 // The times an action took and the page's lag behind the API are measured and printed with the
 // results (a quiet machine: actions 0.2-0.5 s, counters 0-0.8 s behind); the test asserts that the
 // page gets there, with bounds a loaded CI machine still meets.
@@ -50,8 +52,7 @@ beforeAll(async () => {
     unavailableShare: 0.02,
     answer: async (messages) => {
       const text = messages.find((m) => m.role === 'user')?.content ?? '';
-      if (HELD.test(text)) await held;
-      if (HELD_TO_THE_END.test(text)) await heldToTheEnd;
+      for (const h of [held, heldToTheEnd]) if (h.pattern.test(text)) await h.until;
       return JSON.stringify(await offline.extract(text));
     },
   });
@@ -66,8 +67,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   console.log(`console action timings (ms): ${JSON.stringify(timings)}`);
-  releaseHeld();
-  releaseAll();
+  held.release();
+  heldToTheEnd.release();
   await browser?.close();
   await t?.[Symbol.asyncDispose]();
   await llm?.close();
@@ -215,7 +216,7 @@ describe('ASL operator console in Chromium', () => {
     await page.locator('li.task-row').first().waitFor();
     // A keyboard user on a row that leaves is not dropped on the page: the list's heading has the focus.
     await page.locator('li.task-row .task-link').last().focus();
-    releaseHeld();
+    held.release();
     await waitFor(async () => (await apiTasks()).every((x) => ['completed', 'failed', 'cancelled'].includes(x.status)), { timeoutMs: 120_000, message: 'all 30 tasks ended' });
     await page.getByText('No active tasks.').waitFor({ timeout: CATCH_UP_MS });
     expect(await page.locator('li.task-row').count()).toBe(0);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { prismaFanoutStore } from '../src/index.ts';
 import type { PrismaQueryable } from '../src/prisma-like.ts';
@@ -73,6 +74,19 @@ describe('the plans of the per-claim statements', () => {
   });
 });
 
+/**
+ * How often the store's prepared statement whose text holds `part` was planned on the pool's
+ * connection (a pool of one: `pg_prepared_statements` shows the session's own statements).
+ */
+async function planCounts(pool: pg.Pool, part: string): Promise<{ generic: number; custom: number }> {
+  const { rows } = await pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
+    "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'fanout\\_%'",
+  );
+  const statement = rows.find((r) => r.statement.includes(part));
+  expect(statement, part).toBeDefined();
+  return { generic: Number(statement!.generic_plans), custom: Number(statement!.custom_plans) };
+}
+
 // A statement that PostgreSQL plans again at every run costs the server its planning each time
 // (the claim's took longer to plan than to run). A prepared statement keeps its generic plan from
 // the sixth run on when that plan looks no worse than the custom ones; a custom plan that sees a
@@ -105,15 +119,11 @@ describe('the statements of a worker’s loop', () => {
       await store.settleItems(claimed.map((c) => ({ itemId: c.itemId, token, status: 'succeeded' as const, result: null })));
       await store.endClaims!([token]);
     }
-    const { rows } = await t.pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
-      "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'fanout\\_%'",
-    );
     const loop = ['eligible AS', 'fanout_claim c SET lease_until', 'status <> ', 'WITH v AS', 'DELETE FROM fanout_claim'];
     for (const part of loop) {
-      const statement = rows.find((r) => r.statement.includes(part));
-      expect(statement, part).toBeDefined();
-      expect(Number(statement!.custom_plans), `custom plans of the statement with ${part}`).toBeLessThanOrEqual(5);
-      expect(Number(statement!.generic_plans), `generic plans of the statement with ${part}`).toBeGreaterThanOrEqual(18);
+      const { custom, generic } = await planCounts(t.pool, part);
+      expect(custom, `custom plans of the statement with ${part}`).toBeLessThanOrEqual(5);
+      expect(generic, `generic plans of the statement with ${part}`).toBeGreaterThanOrEqual(18);
     }
   });
 });
@@ -140,13 +150,7 @@ describe('the claim', () => {
       }
       await store.finishDispatch(task.id);
     };
-    const plans = async () => {
-      const { rows } = await t.pool.query<{ generic_plans: string; custom_plans: string }>(
-        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'fanout\\_%' AND statement LIKE '%eligible AS%'",
-      );
-      expect(rows).toHaveLength(1);
-      return { generic: Number(rows[0]!.generic_plans), custom: Number(rows[0]!.custom_plans) };
-    };
+    const plans = () => planCounts(t.pool, 'eligible AS');
     const claim = async (tenant: string) => {
       const { claimed } = await store.claimNext({ kind: 'skew', tenant, after: null, limit: 10, token: randomUUID(), leaseMs: 30_000 });
       expect(claimed).toHaveLength(10);

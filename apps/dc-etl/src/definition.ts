@@ -5,7 +5,7 @@ import type { FileStorage } from './files/storage.ts';
 import { loadChunk } from './load/chunk.ts';
 import { loadContext } from './load/context.ts';
 import { finishLoad } from './load/finish.ts';
-import { PLAN_PAGE, planLoad } from './load/plan.ts';
+import { loadInputIssues, PLAN_PAGE, planLoad } from './load/plan.ts';
 
 export interface EtlOptions {
   pool: pg.Pool;
@@ -48,6 +48,8 @@ export function etlLoad(options: EtlOptions) {
     result: z.object({ rowsIn: z.int(), clean: z.int(), rejected: z.int(), blank: z.int() }),
     summarize: (input) => input.label ?? `upload ${input.uploadId.slice(0, 8)}`,
     options: { child: { retryLimit: 3, retryDelaySeconds: 1 }, manager: { retryDelaySeconds: 1, pageSize: PLAN_PAGE } },
+    // An upload or a spec that is not the tenant's, or an upload whose file went, is refused at submit.
+    checkInput: (input, { tenant }) => loadInputIssues(options, tenant ?? '', input),
     listItems: (input, ctx) =>
       planLoad(options, ctx.task.id, ctx.task.tenant ?? '', { uploadId: input.uploadId, specId: input.specId, chunkRecords: input.chunkRecords ?? options.chunkRecords }),
     async runItem(item, ctx) {

@@ -1,5 +1,4 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
-import { waitFor } from '@fanout/testdb';
 import { readdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -198,16 +197,22 @@ describe('bad input', () => {
     expect(readdirSync(join(t.storageDir, 'loads'))).toEqual([]);
     expect((await json(t.call('GET', `/loads/${published.id}`))).status).toBe('discarded');
 
-    // Its upload went with it: a load of it asked for again fails saying so, not with the server's path.
+    // Its upload went with it: a load of it asked for again is refused saying so (not with the
+    // server's path), and so are another tenant's upload and spec; no task is started.
     const { upload_id: uploadId, spec_id: specId } = (await t.pool.query('SELECT upload_id, spec_id FROM etl_load WHERE id = $1', [published.id])).rows[0];
+    const tasks = async () => ((await json(t.call('GET', '/tasks?limit=200'))) as { tasks: unknown[] }).tasks.length;
+    const before = await tasks();
     const again = await t.call('POST', '/tasks', { body: { input: { uploadId, specId } } });
-    expect(again.status).toBe(202);
-    const id = ((await again.json()) as { id: string }).id;
-    const ended = await waitFor(async () => {
-      const task = (await json(t.call('GET', `/tasks/${id}`))) as { status: string; error: string | null };
-      return task.status === 'failed' ? task : null;
-    }, { message: 'the load of a discarded upload failed' });
-    expect(ended.error).toMatch(/^upload_gone: the upload .* is no longer stored/);
-    expect(ended.error).not.toContain(t.storageDir);
+    const body = (await again.json()) as { error: { message: string; issues: unknown[] } };
+    expect(again.status).toBe(400);
+    expect(body.error.issues).toEqual([{ field: 'body.input.uploadId', rule: 'gone', message: expect.stringMatching(/^the upload is no longer stored .*upload the file again$/) }]);
+    expect(body.error.message).not.toContain(t.storageDir);
+    const theirs = await t.call('POST', '/tasks', { token: TEST_TOKEN.b, body: { input: { uploadId, specId } } });
+    expect(theirs.status).toBe(400);
+    expect(((await theirs.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues.map((i) => [i.field, i.rule])).toEqual([
+      ['body.input.uploadId', 'not_found'],
+      ['body.input.specId', 'not_found'],
+    ]);
+    expect(await tasks()).toBe(before);
   });
 });

@@ -63,7 +63,7 @@ export default defineApp({
       submitLabel: 'Start run',
       fields: [
         { kind: 'select', name: 'studyId', label: 'Study', required: true, source: { path: '/studies', list: 'studies', value: 'id', label: 'name', detail: 'standard' } },
-        { kind: 'select', name: 'ruleSetId', label: 'Rule set', required: true, source: { path: '/rule-sets', list: 'ruleSets', value: 'id', label: 'label', detail: 'rules' } },
+        { kind: 'select', name: 'ruleSetId', label: 'Rule set', required: true, source: { path: '/studies/{studyId}/rule-sets', list: 'ruleSets', value: 'id', label: 'label', detail: 'rules' } },
       ],
     },
     columns: [

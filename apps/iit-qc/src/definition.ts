@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { evaluateSubject } from './rules/engine.ts';
 import { finishRun } from './run/finish.ts';
 import { startStudyChecks } from './run/study-checks.ts';
-import { loadSubject, runContext, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
+import { loadSubject, runContext, runInputIssues, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
 import type { AgentReview } from './review/agent-review.ts';
 
 export const qcInput = z.object({
@@ -47,6 +47,8 @@ export function qcRun(options: QcOptions) {
     result: z.object({ records: z.number().int(), findings: z.number().int(), errors: z.number().int() }),
     options: { child: { retryDelaySeconds: 2 } },
     summarize: () => 'QC run',
+    // A study that is not the tenant's, or a rule set of another study, is refused at submit.
+    checkInput: (input, { tenant }) => runInputIssues(pool, tenant ?? '', input),
     async *listItems(input, ctx) {
       const run = await snapshotRun(pool, ctx.task.id, ctx.task.tenant ?? '', input);
       // The study-level checks start now and run beside the children, in this process; their end

@@ -1,4 +1,5 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -157,6 +158,23 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: 'name: x\ud800' } }), 400, 'body.source', 'lone_surrogate', /well-formed Unicode/);
     expect(await stored()).toBe(1);
     expect(incoming()).toBe(0);
+  });
+
+  it("refuses a run of another study's rule set, or of a study that is not the tenant's, through POST /tasks and POST /runs, and starts no task", async () => {
+    const other = await t.study('another study', 'sdtm');
+    expect((await t.upload(other, 'dm.csv', new TextEncoder().encode('USUBJID,SUBJID,SITEID,AGE\nS-1,1,701,60\n'))).status).toBe(201);
+    const otherRules = await t.ruleSet(other, 'name: age\nrules:\n  - id: OLD\n    scope: DM\n    level: record\n    severity: warning\n    message: age over 50\n    condition: row.AGE > 50\n');
+    const tasks = async () => ((await t.json('GET', '/tasks?limit=200')).tasks as unknown[]).length;
+    const before = await tasks();
+    await refused(await t.call('POST', '/tasks', { body: { input: { studyId, ruleSetId: otherRules } } }), 400, 'body.input.ruleSetId', 'other_study', /^body\.input\.ruleSetId: not a rule set of this study/);
+    await refused(await t.call('POST', '/runs', { body: { studyId, ruleSetId: otherRules } }), 400, 'body.ruleSetId', 'other_study', /^body\.ruleSetId: not a rule set of this study/);
+    // Another tenant's study is as unknown as an id made up, and so is a rule set that does not exist.
+    await refused(await t.call('POST', '/tasks', { token: TEST_TOKEN.b, body: { input: { studyId: other, ruleSetId: otherRules } } }), 400, 'body.input.studyId', 'not_found', /no study/);
+    await refused(await t.call('POST', '/runs', { body: { studyId: other, ruleSetId: randomUUID() } }), 400, 'body.ruleSetId', 'not_found', /no rule set/);
+    expect(await tasks()).toBe(before);
+    // The study's own rule set starts a run.
+    expect((await t.call('POST', '/tasks', { body: { input: { studyId: other, ruleSetId: otherRules } } })).status).toBe(202);
+    expect(await tasks()).toBe(before + 1);
   });
 
   it('refuses a rule set whose YAML aliases expand without bound (an alias bomb) with a 400', async () => {

@@ -33,6 +33,10 @@ beforeAll(async () => {
   expect((await t.upload(studyId, 'dictionary.csv', readFileSync(join(PROJECT, 'dictionary.csv')), { kind: 'dictionary' })).status).toBe(201);
   expect((await t.upload(studyId, 'data.csv', readFileSync(join(PROJECT, 'data.csv')), { kind: 'records' })).status).toBe(201);
   ruleSetId = await t.ruleSet(studyId, RULES);
+  // A second study with its own rule set: the panel offers each study's rule sets only.
+  const second = await t.study('second project', 'redcap');
+  expect((await t.upload(second, 'dictionary.csv', readFileSync(join(PROJECT, 'dictionary.csv')), { kind: 'dictionary' })).status).toBe(201);
+  await t.ruleSet(second, 'name: Second project checks\ngenerate:\n  - from: redcap\n    checks: [A]\n');
   browser = await launchBrowser();
 }, 120_000);
 
@@ -81,9 +85,21 @@ describe('the QC console in Chromium', () => {
 async function useTheConsole(page: Page, errors: string[]) {
   await signedIn(page, errors);
 
-  // A run from the panel: the study and the rule set are picked from the app's own lists.
-  await page.getByLabel(/^Study/).selectOption({ label: 'clinical-trial-1 (redcap)' });
-  await page.getByLabel(/^Rule set/).selectOption({ label: await page.getByLabel(/^Rule set/).locator('option', { hasText: 'REDCap data quality v1' }).innerText() });
+  // A run from the panel: the study and the rule set are picked from the app's own lists, the
+  // rule sets offered being the chosen study's (a choice of another study's is cleared).
+  const study = page.getByLabel(/^Study/);
+  const ruleSet = page.getByLabel(/^Rule set/);
+  const offered = () => ruleSet.locator('option').allInnerTexts();
+  expect(await ruleSet.isDisabled()).toBe(true);
+  expect(await offered()).toEqual(['Choose the study first']);
+  await study.selectOption({ label: 'second project (redcap)' });
+  await waitFor(async () => (await offered()).length === 2, { message: "the second study's rule sets offered" });
+  expect((await offered())[1]).toMatch(/^Second project checks v1 \(\d+\)$/);
+  await ruleSet.selectOption({ index: 1 });
+  await study.selectOption({ label: 'clinical-trial-1 (redcap)' });
+  await waitFor(async () => (await offered()).some((o) => o.startsWith('REDCap data quality v1')) && (await ruleSet.inputValue()) === '', { message: "the first study's rule sets offered, the other study's choice cleared" });
+  expect((await offered()).filter((o) => o.startsWith('Second project'))).toEqual([]);
+  await ruleSet.selectOption({ label: await ruleSet.locator('option', { hasText: 'REDCap data quality v1' }).innerText() });
   await page.getByRole('button', { name: 'Start run' }).click();
   await page.getByText(/^Started task /).waitFor();
   await waitFor(async () => (await apiTasks()).length === 1, { message: 'the run started from the console' });

@@ -4,7 +4,12 @@
 
 /** Where a `select` or `multiselect` field gets its choices: `GET apiBase + path`. */
 export interface Source {
-  /** Path under the API base, with its query: `/documents?limit=1000`. */
+  /**
+   * Path under the API base, with its query: `/documents?limit=1000`. A select's path may name an
+   * earlier select of the panel as `{name}` (`/studies/{studyId}/rule-sets`): its choices wait for
+   * that field's value and are loaded again when it changes, and a choice no longer listed is
+   * cleared.
+   */
   path: string;
   /** The array in the answer that holds the entries: `documents`. */
   list: string;
@@ -20,6 +25,14 @@ export interface Source {
    * Without it, the first answer is all the choices.
    */
   next?: string;
+}
+
+/** A field named in a source's path: `{studyId}`. */
+export const SOURCE_PLACEHOLDER = /\{([A-Za-z0-9_]+)\}/g;
+
+/** The fields a source's path names, in order: `/studies/{studyId}/rule-sets` names `studyId`. */
+export function sourceDependencies(path: string): string[] {
+  return [...path.matchAll(SOURCE_PLACEHOLDER)].map((m) => m[1]!);
 }
 
 /** The most choices a paged source lists (a task of more is submitted through the API). */

@@ -1,12 +1,14 @@
 export { defineFanout } from './define/define-fanout.ts';
 export type {
   AnyFanoutDefinition,
+  CheckInputContext,
   ChildQueueOptions,
   FanInContext,
   FanoutDefinition,
   FanoutDefinitionInput,
   FanoutOptions,
   FinishedTask,
+  InputIssue,
   ItemContext,
   LimitsAccess,
   ListedItem,
@@ -16,7 +18,7 @@ export type {
 } from './define/define-fanout.ts';
 export { assertJobPayload, assertQueueName, MAX_JOB_PAYLOAD_BYTES } from './define/names.ts';
 export { FanoutError, PermanentError, TransientError } from './errors/errors.ts';
-export type { FanoutErrorCode } from './errors/errors.ts';
+export type { FanoutErrorCode, FanoutIssue } from './errors/errors.ts';
 export { defaultClassifier, parseRetryAfter } from './errors/classify.ts';
 export type { Classification, ErrorClassifier } from './errors/classify.ts';
 export { FanoutEvents } from './events/events.ts';

@@ -58,6 +58,12 @@ export function validationError(where: 'body' | 'query' | 'params', error: z.Zod
   return new HttpError(400, 'invalid_request', first ? `${first.field}: ${first.message} (${first.rule})` : `${where}: invalid`, issues);
 }
 
+/** A Fanout error's issues as the answer lists them (its own, or one for its field), if it names any. */
+function fanoutIssues(error: FanoutError): Issue[] | undefined {
+  if (error.issues) return error.issues.map((issue) => ({ ...issue }));
+  return error.field ? [{ field: error.field, rule: error.code, message: error.message }] : undefined;
+}
+
 /** What a log line says of an error: message, name, code, the causes', and the stack. */
 function errorDetails(error: unknown): Record<string, unknown> {
   if (!(error instanceof Error)) return { error: typeof error === 'string' ? error : JSON.stringify(error) ?? String(error) };
@@ -77,7 +83,7 @@ export function errorResponse(c: Context, error: unknown, log: (message: string,
   }
   if (error instanceof FanoutError) {
     const body: ErrorBody = {
-      error: { code: error.code, message: error.message, ...(error.field ? { issues: [{ field: error.field, rule: error.code, message: error.message }] } : {}) },
+      error: { code: error.code, message: error.message, ...(fanoutIssues(error) ? { issues: fanoutIssues(error) } : {}) },
     };
     return c.json(body, STATUS_OF[error.code], error.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) });
   }

@@ -215,6 +215,9 @@ describe('shared HTTP layer', () => {
       ['POST', '/tasks', { body: { input: { count: 'ten' } } }, 'body.input.count', 'invalid_type'],
       ['POST', '/tasks', { body: { input: { count: 1 }, extra: true } }, 'body', 'unrecognized_keys'],
       ['POST', '/tasks', { body: { input: { count: 1 }, options: { maxFailureRatio: 2 } } }, 'body.options.maxFailureRatio', 'too_big'],
+      // The definition's checkInput, against what the tenant has.
+      ['POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-a:x', 'tenant-b:y'] } } }, 'body.input.requires.1', 'not_found'],
+      ['POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-a:\u0000'] } } }, 'body.input.requires.0', 'nul_character'],
       ['GET', '/tasks?limit=0', {}, 'query.limit', 'too_small'],
       ['GET', '/tasks?limit=abc', {}, 'query.limit', 'invalid_type'],
       ['GET', '/tasks?status=done', {}, 'query.status', 'invalid_value'],
@@ -240,7 +243,22 @@ describe('shared HTTP layer', () => {
     const list = (await (await call('GET', '/tasks?limit=200')).json()) as { tasks: unknown[] };
     const count = list.tasks.length;
     await call('POST', '/tasks', { body: { input: { count: -1 } } });
+    const refused = await call('POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-b:y', 'z'] } }, headers: { 'idempotency-key': 'refused-at-submit' } });
+    expect(await refused.json()).toEqual({
+      error: {
+        code: 'invalid_request',
+        message: 'body.input.requires.0: no tenant-b:y of yours',
+        issues: [
+          { field: 'body.input.requires.0', rule: 'not_found', message: 'no tenant-b:y of yours' },
+          { field: 'body.input.requires.1', rule: 'not_found', message: 'no z of yours' },
+        ],
+      },
+    });
     expect(((await (await call('GET', '/tasks?limit=200')).json()) as { tasks: unknown[] }).tasks).toHaveLength(count);
+    // Through the SDK: one FanoutError naming the first problem and carrying them all; a tenant's own passes.
+    const error = await t.app.fanout.submit('test_batch', { count: 1, requires: ['tenant-a:x', 'tenant-b:y'] }, { tenant: 'tenant-a' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'FanoutError', code: 'invalid_argument', field: 'input.requires.1', issues: [{ field: 'input.requires.1', rule: 'not_found', message: 'no tenant-b:y of yours' }] });
+    expect((await call('POST', '/tasks', { token: 'token-b', body: { input: { count: 1, requires: ['tenant-b:y'] } } })).status).toBe(202);
   });
 
   it('answers 404 with JSON for an unknown task and an unknown route', async () => {

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { PermanentError, type ListedItem } from '@fanout/core';
+import { PermanentError, type InputIssue, type ListedItem } from '@fanout/core';
 import { byteLimit } from '@fanout/http';
 import type pg from 'pg';
 import { loadDir, uploadKey, type FileStorage } from '../files/storage.ts';
@@ -84,6 +84,25 @@ export interface PlanDeps {
   storage: FileStorage;
   /** The most the prepared source may take. @default 16 GiB */
   maxSourceBytes?: number;
+}
+
+/**
+ * A load's input as a submit checks it (the definition's `checkInput`): the upload and the spec
+ * are the tenant's, and the upload's file is still stored. The manager checks again.
+ */
+export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { uploadId: string; specId: string }): Promise<InputIssue[]> {
+  const { rows } = await deps.pool.query<{ upload: boolean; spec: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM etl_upload WHERE id = $1 AND tenant = $3) AS upload,
+            EXISTS (SELECT 1 FROM etl_spec WHERE id = $2 AND tenant = $3) AS spec`,
+    [input.uploadId, input.specId, tenant],
+  );
+  const issues: InputIssue[] = [];
+  if (!rows[0]!.upload) issues.push({ field: 'uploadId', rule: 'not_found', message: `no upload ${input.uploadId} (of yours)` });
+  else if (!(await stat(deps.storage.path(uploadKey(input.uploadId))).then(() => true, () => false))) {
+    issues.push({ field: 'uploadId', rule: 'gone', message: 'the upload is no longer stored (it went with the load that was discarded); upload the file again' });
+  }
+  if (!rows[0]!.spec) issues.push({ field: 'specId', rule: 'not_found', message: `no spec ${input.specId} (of yours)` });
+  return issues;
 }
 
 /**

@@ -77,13 +77,13 @@ export function ruleSetRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
     route({
       method: 'get',
       path: '/studies/:id/rule-sets',
-      summary: "A study's rule sets, every version, newest first",
+      summary: "A study's rule sets, every version, newest first (label: name and version, for the console's run panel)",
       params: idParams,
-      responses: { 200: z.object({ ruleSets: z.array(ruleSetSchema) }) },
+      responses: { 200: z.object({ ruleSets: z.array(ruleSetSchema.extend({ label: z.string() })) }) },
       async handler(c, { params }) {
         const study = await ownedStudy(pool, c, params.id);
         const { rows } = await pool.query('SELECT * FROM qc_rule_set WHERE study_id = $1 ORDER BY name, version DESC', [study.id]);
-        return c.json({ ruleSets: rows.map(view) });
+        return c.json({ ruleSets: rows.map((r) => ({ ...view(r), label: `${r.name} v${r.version}` })) });
       },
     }),
     route({

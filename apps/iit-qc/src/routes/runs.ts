@@ -1,9 +1,9 @@
-import type { Fanout } from '@fanout/core';
-import { HttpError, route, type RouteSpec } from '@fanout/http';
+import { FanoutError, type Fanout } from '@fanout/core';
+import { errorSchema, HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { QcDefinition } from '../definition.ts';
-import { cursor, idParams, limit, locatedSchema, locatedView, ownedRun, ownedStudy, pageOf, tenantOf } from './common.ts';
+import { cursor, idParams, limit, locatedSchema, locatedView, ownedRun, pageOf, tenantOf } from './common.ts';
 
 const runSchema = z.object({
   id: z.uuid(),
@@ -66,13 +66,17 @@ export function runRoutes({ pool, fanout, definition }: { pool: pg.Pool; fanout:
       path: '/runs',
       summary: 'Start a QC run of a study with a rule set version (a task with one child per subject); the same as POST /tasks with this input',
       body: z.object({ studyId: z.uuid({ error: 'must be a study id (a UUID)' }), ruleSetId: z.uuid({ error: 'must be a rule set id (a UUID)' }) }).strict(),
-      responses: { 202: z.object({ id: z.uuid(), status: z.string() }) },
+      responses: { 202: z.object({ id: z.uuid(), status: z.string() }), 400: errorSchema },
       async handler(c, { body }) {
-        const study = await ownedStudy(pool, c, body.studyId);
-        const ruleSet = await pool.query('SELECT id FROM qc_rule_set WHERE id = $1 AND study_id = $2', [body.ruleSetId, study.id]);
-        if (!ruleSet.rows[0]) throw new HttpError(404, 'not_found', `body.ruleSetId: rule set ${body.ruleSetId} is not a rule set of this study`, [{ field: 'body.ruleSetId', rule: 'not_found', message: 'not a rule set of this study' }]);
-        const task = await fanout.submit(definition, body, { tenant: tenantOf(c) });
-        return c.json({ id: task.id, status: task.status }, 202);
+        try {
+          const task = await fanout.submit(definition, body, { tenant: tenantOf(c) });
+          return c.json({ id: task.id, status: task.status }, 202);
+        } catch (error) {
+          // The definition's checkInput: the input's fields are this body's.
+          if (!(error instanceof FanoutError) || !error.issues) throw error;
+          const issues = error.issues.map((i) => ({ ...i, field: i.field.replace(/^input\./, 'body.') }));
+          throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message}`, issues);
+        }
       },
     }),
     route({

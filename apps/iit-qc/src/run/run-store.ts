@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { PermanentError } from '@fanout/core';
+import { PermanentError, type InputIssue } from '@fanout/core';
 import type { Column, Row } from '../data/table.ts';
 import { TRIAL_DESIGN } from '../data/sdtm-domains.ts';
 import { compileSpec, type CompiledRuleSpec } from '../rules/rule-set.ts';
@@ -42,6 +42,23 @@ interface RunRow {
   standard: 'sdtm' | 'redcap';
   rules: RuleSpec[];
   max_issues: number | null;
+}
+
+/**
+ * A run's input as a submit checks it (the definition's `checkInput`): the study is the tenant's
+ * and the rule set is that study's. The manager's snapshot checks again.
+ */
+export async function runInputIssues(pool: pg.Pool, tenant: string, input: { studyId: string; ruleSetId: string }): Promise<InputIssue[]> {
+  const { rows } = await pool.query<{ study: boolean; rule_set_study: string | null }>(
+    `SELECT EXISTS (SELECT 1 FROM qc_study WHERE id = $1 AND tenant = $2) AS study,
+            (SELECT study_id FROM qc_rule_set WHERE id = $3 AND tenant = $2) AS rule_set_study`,
+    [input.studyId, tenant, input.ruleSetId],
+  );
+  const { study, rule_set_study: ruleSetStudy } = rows[0]!;
+  if (!study) return [{ field: 'studyId', rule: 'not_found', message: `no study ${input.studyId} (of yours)` }];
+  if (ruleSetStudy === null) return [{ field: 'ruleSetId', rule: 'not_found', message: `no rule set ${input.ruleSetId} (of yours)` }];
+  if (ruleSetStudy !== input.studyId) return [{ field: 'ruleSetId', rule: 'other_study', message: 'not a rule set of this study (a rule set belongs to one study: choose one of its own)' }];
+  return [];
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ColumnSpec, ConsoleConfig, ExportSpec, FieldSpec, PageSpec, PanelFilter, ResolvedConsoleConfig, RowAction, Source, TablePanel, TaskActionSpec } from '../config.ts';
+import { sourceDependencies, type ColumnSpec, type ConsoleConfig, type ExportSpec, type FieldSpec, type PageSpec, type PanelFilter, type ResolvedConsoleConfig, type RowAction, type Source, type TablePanel, type TaskActionSpec } from '../config.ts';
 
 const FIELD_KINDS = ['multiselect', 'select', 'file', 'text', 'number'] as const;
 const FORMATS = ['text', 'number', 'ms', 'json'] as const;
@@ -176,9 +176,17 @@ export function resolveConfig(config: ConsoleConfig): ResolvedConsoleConfig {
   text(panel.submitLabel, 'newTask.submitLabel');
   const fields = array(panel.fields, 'newTask.fields', fieldSpec);
   const names = new Set<string>();
+  const selects = new Set<string>();
   fields.forEach((f, i) => {
     if (names.has(f.name)) fail(`newTask.fields[${i}].name`, `repeats the name ${JSON.stringify(f.name)}`);
+    if (f.kind === 'select' || f.kind === 'multiselect') {
+      for (const name of sourceDependencies(f.source.path)) {
+        if (f.kind === 'multiselect') fail(`newTask.fields[${i}].source.path`, `names the field {${name}}: only a select's source may name another field`);
+        if (!selects.has(name)) fail(`newTask.fields[${i}].source.path`, `names {${name}}, which is not a select field before this one`);
+      }
+    }
     names.add(f.name);
+    if (f.kind === 'select') selects.add(f.name);
   });
 
   return {

@@ -31,6 +31,13 @@ describe('resolveConfig', () => {
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'a', label: 'A' }, { kind: 'text', name: 'a', label: 'B' }] } })).toThrow('config.newTask.fields[1].name repeats the name "a"');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id' } }] } })).toThrow('config.newTask.fields[0].source.label must be a non-empty string');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'select', name: 's', label: 'S', source: { path: '/x', list: 'x', value: 'id', label: 'n', next: '' } }] } })).toThrow('config.newTask.fields[0].source.next must be a non-empty string');
+    // A select's source may name an earlier select; nothing else may.
+    const study = valid.newTask.fields[0]!;
+    const ruleSet = { kind: 'select', name: 'ruleSetId', label: 'Rule set', source: { path: '/studies/{studyId}/rule-sets', list: 'ruleSets', value: 'id', label: 'label' } } as const;
+    expect(resolveConfig({ ...valid, newTask: { ...valid.newTask, fields: [study, ruleSet] } }).newTask.fields).toEqual([study, ruleSet]);
+    expect(bad({ newTask: { ...valid.newTask, fields: [ruleSet, study] } })).toThrow('config.newTask.fields[0].source.path names {studyId}, which is not a select field before this one');
+    expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'studyId', label: 'Study' }, ruleSet] } })).toThrow('config.newTask.fields[1].source.path names {studyId}, which is not a select field before this one');
+    expect(bad({ newTask: { ...valid.newTask, fields: [study, { ...ruleSet, kind: 'multiselect' }] } })).toThrow("config.newTask.fields[1].source.path names the field {studyId}: only a select's source may name another field");
     const panel = { title: 'Rules', source: { path: '/runs/{id}/rules', list: 'rules' }, columns: [{ label: 'Rule', path: 'ruleId' }] };
     expect(bad({ detailPanels: [{ ...panel, source: { path: 'runs', list: 'rules' } }] })).toThrow(/config\.detailPanels\[0\]\.source\.path must be a path on the same origin/);
     expect(bad({ detailPanels: [{ ...panel, rowActions: [{ label: 'Exclude', method: 'PUT', path: '/x/{key}' }] }] })).toThrow('config.detailPanels[0].rowActions[0].method must be one of POST, DELETE');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { FieldSpec } from '../../src/config.ts';
+import { sourceDependencies, type FieldSpec } from '../../src/config.ts';
 import { formatColumn, valueAt } from '../../src/ui/state/columns.ts';
 import { placeIssues } from '../../src/ui/state/issues.ts';
-import { buildBody, EMPTY_OPTIONS, initialValues, nextCursorOf, pagePath, sourceEntries, validateValues } from '../../src/ui/state/new-task.ts';
+import { buildBody, EMPTY_OPTIONS, initialValues, nextCursorOf, pagePath, sourceEntries, sourcePath, validateValues } from '../../src/ui/state/new-task.ts';
 import { newIdempotencyKey } from '../../src/ui/state/idempotency.ts';
 
 const source = { path: '/documents', list: 'documents', value: 'id', label: 'title', detail: 'filename' };
@@ -53,6 +53,14 @@ describe('the new-task panel', () => {
     expect(pagePath('/documents?limit=1000', null)).toBe('/documents?limit=1000');
     expect(pagePath('/documents?limit=1000', 'a+b/c')).toBe('/documents?limit=1000&cursor=a%2Bb%2Fc');
     expect(pagePath('/documents', 'x')).toBe('/documents?cursor=x');
+  });
+
+  it("fills a source's path with the fields it names, and has none while one of them is empty", () => {
+    expect(sourceDependencies('/studies/{studyId}/rule-sets?site={site}')).toEqual(['studyId', 'site']);
+    expect(sourcePath('/studies/{studyId}/rule-sets', { studyId: 'a/b c' })).toBe('/studies/a%2Fb%20c/rule-sets');
+    expect(sourcePath('/studies/{studyId}/rule-sets', { studyId: '' })).toBeNull();
+    expect(sourcePath('/studies/{studyId}/rule-sets?site={site}', { studyId: 's1' })).toBeNull();
+    expect(sourcePath('/documents', {})).toBe('/documents');
   });
 
   it('places a 400\'s issues next to their fields', () => {

@@ -100,6 +100,22 @@ export interface ChildQueueOptions {
   heartbeatSeconds?: number;
 }
 
+/** What `checkInput` is told of the submit. */
+export interface CheckInputContext {
+  /** The tenant the task would belong to (`submit`'s `tenant` option). */
+  tenant: string | null;
+}
+
+/** A problem `checkInput` found with the input. */
+export interface InputIssue {
+  /** A dotted path in the input: `ruleSetId`, `documentIds.3`. */
+  field: string;
+  /** The rule broken: `not_found`, `mismatch`. */
+  rule: string;
+  /** What is wrong, for the user: "not a rule set of this study". */
+  message: string;
+}
+
 export interface FanoutOptions {
   manager?: ManagerQueueOptions;
   child?: ChildQueueOptions;
@@ -135,6 +151,16 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
    * submit. Keep it short (it is cut at 200 characters) and free of anything secret.
    */
   summarize?(input: z.output<TInputSchema>): string;
+  /**
+   * Checks a submit's input against what is stored, before anything is: that the study it names is
+   * the tenant's, that the rule set belongs to that study. Return the problems found, each naming a
+   * field of the input (`ruleSetId`, `documentIds.3`); with any, `submit()` stores nothing and throws
+   * a `FanoutError` `invalid_argument` naming the first (`field: 'input.ruleSetId'`) and carrying
+   * them all in `issues` (the HTTP API answers 400 with each as `body.input.ruleSetId`). Runs at
+   * every submit, an idempotent replay's too. What is stored can change between the submit and the
+   * listing, so `listItems` still has to refuse what it cannot use.
+   */
+  checkInput?(input: z.output<TInputSchema>, ctx: CheckInputContext): Promise<readonly InputIssue[] | void> | readonly InputIssue[] | void;
   /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
   onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
   /**

@@ -14,6 +14,14 @@ export type FanoutErrorCode =
   /** The database lacks a migration the store needs (the message names it). */
   | 'schema_outdated';
 
+/** One problem with an argument: where (`input.ruleSetId`, `input.documentIds.3`), the rule broken, and what to do. */
+export interface FanoutIssue {
+  field: string;
+  /** The rule broken, e.g. `not_found`, `too_small`. */
+  rule: string;
+  message: string;
+}
+
 export class FanoutError extends Error {
   override name = 'FanoutError';
   readonly code: FanoutErrorCode;
@@ -24,12 +32,15 @@ export class FanoutError extends Error {
    * wait. The HTTP layer answers it with a `Retry-After` header.
    */
   readonly retryAfterMs: number | undefined;
+  /** Every problem found, when there are several (`field` names the first): a definition's `checkInput`. */
+  readonly issues: readonly FanoutIssue[] | undefined;
 
-  constructor(code: FanoutErrorCode, message: string, options?: { cause?: unknown; field?: string; retryAfterMs?: number }) {
+  constructor(code: FanoutErrorCode, message: string, options?: { cause?: unknown; field?: string; retryAfterMs?: number; issues?: readonly FanoutIssue[] }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.field = options?.field;
     this.retryAfterMs = options?.retryAfterMs;
+    this.issues = options?.issues;
   }
 }
 

@@ -513,6 +513,7 @@ export class Fanout implements AsyncDisposable {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
     }
     const tenant = options.tenant ?? null;
+    if (def.checkInput) await checkInput(def, parsed, tenant);
     const id = uuidv7();
     // A small task's items are listed here and stored with it: no manager job to wait for.
     const items = def.resolved.manager.dispatchAtSubmit > 0 && this.store.createDispatchedTask ? await listAtSubmit(def, parsed, { id, tenant }, this.logger) : null;
@@ -1063,6 +1064,15 @@ export class Fanout implements AsyncDisposable {
 }
 
 /** The definition's summary of an input, cut to 200 characters; a failing `summarize` is logged, not thrown. */
+/** The definition's `checkInput`: its problems, if any, thrown as one `invalid_argument` naming them. */
+async function checkInput(definition: AnyFanoutDefinition, input: unknown, tenant: string | null): Promise<void> {
+  const found = (await definition.checkInput!(input, { tenant })) ?? [];
+  if (found.length === 0) return;
+  const issues = found.map((issue) => ({ field: issue.field === '' ? 'input' : `input.${issue.field}`, rule: issue.rule, message: issue.message }));
+  const first = issues[0]!;
+  throw new FanoutError('invalid_argument', `${first.field}: ${first.message}`, { field: first.field, issues });
+}
+
 function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logger): string | null {
   if (!definition.summarize) return null;
   try {

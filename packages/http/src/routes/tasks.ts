@@ -22,6 +22,18 @@ export async function withQuery<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A submit's refused input (the definition's `checkInput`, an input that cannot be stored) or
+ * option, named where the request carried it: `body.input.ruleSetId`, `body.options.priority`.
+ */
+function submitRefusal(error: FanoutError): FanoutError | HttpError {
+  if (error.code !== 'invalid_argument' || !error.field) return error;
+  const where = (field: string) => (field === 'input' || field.startsWith('input.') ? `body.${field}` : `body.options.${field}`);
+  const issues = (error.issues ?? [{ field: error.field, rule: error.code, message: error.message.replace(/^[^:]*: /, '') }]).map((i) => ({ ...i, field: where(i.field) }));
+  const first = issues[0]!;
+  return new HttpError(400, 'invalid_request', `${first.field}: ${first.message}`, issues);
+}
+
 /** Submit, list, count by status, read. */
 export function taskReadWriteRoutes(options: TaskRoutesOptions): RouteSpec[] {
   const { fanout, definition } = options;
@@ -40,11 +52,14 @@ export function taskReadWriteRoutes(options: TaskRoutesOptions): RouteSpec[] {
         try {
           task = await fanout.submit(definition, body.input, { ...body.options, tenant: c.get('principal').tenant, idempotencyKey: key });
         } catch (error) {
-          if (!(error instanceof FanoutError) || error.field !== 'idempotencyKey') throw error;
-          const status = error.code === 'conflict' ? 409 : 400;
-          const rule = error.code === 'conflict' ? 'idempotency_conflict' : 'invalid_format';
-          const message = error.message.replace(/^idempotencyKey: /, '');
-          throw new HttpError(status, status === 409 ? 'conflict' : 'invalid_request', `headers.idempotency-key: ${message}`, [{ field: 'headers.idempotency-key', rule, message }]);
+          if (!(error instanceof FanoutError)) throw error;
+          if (error.field === 'idempotencyKey') {
+            const status = error.code === 'conflict' ? 409 : 400;
+            const rule = error.code === 'conflict' ? 'idempotency_conflict' : 'invalid_format';
+            const message = error.message.replace(/^idempotencyKey: /, '');
+            throw new HttpError(status, status === 409 ? 'conflict' : 'invalid_request', `headers.idempotency-key: ${message}`, [{ field: 'headers.idempotency-key', rule, message }]);
+          }
+          throw submitRefusal(error);
         }
         c.header('location', `${options.basePath ?? ''}/tasks/${task.id}`);
         if (task.replayed) c.header('idempotent-replayed', 'true');

@@ -1,4 +1,4 @@
-import type { FieldSpec } from '../../config.ts';
+import { SOURCE_PLACEHOLDER, type FieldSpec } from '../../config.ts';
 
 /** What the panel holds per field: chosen values (multiselect), a value or '' (select, text, number), an upload id or null (file). */
 export type FieldValue = string[] | string | null;
@@ -115,4 +115,19 @@ export function nextCursorOf(answer: unknown, source: { list: string; next?: str
 /** The source's path asking for the page after `cursor`. */
 export function pagePath(path: string, cursor: string | null): string {
   return cursor === null ? path : `${path}${path.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(cursor)}`;
+}
+
+
+/**
+ * A source's path with the values of the fields it names (each encoded as one path segment or
+ * query value), or null while one of them has no value yet.
+ */
+export function sourcePath(path: string, values: Record<string, FieldValue>): string | null {
+  let missing = false;
+  const filled = path.replace(SOURCE_PLACEHOLDER, (_, name: string) => {
+    const value = values[name];
+    if (typeof value !== 'string' || value === '') missing = true;
+    return encodeURIComponent(typeof value === 'string' ? value : '');
+  });
+  return missing ? null : filled;
 }

@@ -1,11 +1,12 @@
 import { useRef, useState } from 'preact/hooks';
+import { sourceDependencies } from '../../../config.ts';
 import { ApiError, describeError } from '../../api/errors.ts';
 import type { TaskView } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
 import { shortId } from '../../state/format.ts';
 import { newIdempotencyKey } from '../../state/idempotency.ts';
 import { placeIssues } from '../../state/issues.ts';
-import { buildBody, EMPTY_OPTIONS, initialValues, validateValues, type FieldValue, type OptionValues } from '../../state/new-task.ts';
+import { buildBody, EMPTY_OPTIONS, initialValues, sourcePath, validateValues, type FieldValue, type OptionValues } from '../../state/new-task.ts';
 import { FileField } from './FileField.tsx';
 import { InputField } from './InputField.tsx';
 import { MultiSelectField } from './MultiSelectField.tsx';
@@ -87,8 +88,11 @@ export function NewTaskPanel({ onCreated }: { onCreated(task: TaskView): void })
             switch (f.kind) {
               case 'multiselect':
                 return <MultiSelectField key={f.name} spec={f} value={Array.isArray(v) ? v : []} errors={errors[f.name]} onChange={(x) => set(f.name, x)} />;
-              case 'select':
-                return <SelectField key={f.name} spec={f} value={typeof v === 'string' ? v : ''} errors={errors[f.name]} onChange={(x) => set(f.name, x)} />;
+              case 'select': {
+                const waitingFor = sourceDependencies(f.source.path).find((name) => !values[name]);
+                const label = panel.fields.find((x) => x.name === waitingFor)?.label ?? null;
+                return <SelectField key={f.name} spec={f} value={typeof v === 'string' ? v : ''} path={sourcePath(f.source.path, values)} waitingFor={label} errors={errors[f.name]} onChange={(x) => set(f.name, x)} />;
+              }
               case 'file':
                 return <FileField key={f.name} spec={f} errors={errors[f.name]} onChange={(x) => set(f.name, x)} onBusy={(busy) => setUploads((n) => Math.max(0, n + (busy ? 1 : -1)))} />;
               default:

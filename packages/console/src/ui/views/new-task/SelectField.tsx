@@ -1,4 +1,4 @@
-import { useId } from 'preact/hooks';
+import { useEffect, useId } from 'preact/hooks';
 import type { FieldSpec } from '../../../config.ts';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { FieldErrors, invalidProps } from './FieldErrors.tsx';
@@ -6,9 +6,17 @@ import { useSource } from './use-source.ts';
 
 type Spec = Extract<FieldSpec, { kind: 'select' }>;
 
-export function SelectField({ spec, value, errors, onChange }: { spec: Spec; value: string; errors: string[] | undefined; onChange(v: string): void }) {
-  const { entries, loading, error, reload } = useSource(spec.source);
+/**
+ * A drop-down list. Its source may name an earlier field (`/studies/{studyId}/rule-sets`): until that
+ * field has a value the list says to choose it first (`waitingFor`: its label), and a choice the
+ * list no longer holds once it loads again is cleared.
+ */
+export function SelectField({ spec, value, path, waitingFor, errors, onChange }: { spec: Spec; value: string; path: string | null; waitingFor: string | null; errors: string[] | undefined; onChange(v: string): void }) {
+  const { entries, loading, error, reload } = useSource(spec.source, path);
   const id = useId();
+  useEffect(() => {
+    if (value !== '' && !loading && !error && !entries.some((e) => e.value === value)) onChange('');
+  }, [value, loading, error, entries]);
   return (
     <div class="field">
       <label for={id}>
@@ -16,8 +24,8 @@ export function SelectField({ spec, value, errors, onChange }: { spec: Spec; val
         {spec.required ? <span class="required"> (required)</span> : null}
       </label>
       {error ? <ErrorNote message={`The choices could not be loaded: ${error}`} retry={reload} /> : null}
-      <select id={id} value={value} disabled={loading} required={spec.required} onChange={(e) => onChange(e.currentTarget.value)} {...invalidProps(`${id}-errors`, errors)}>
-        <option value="">{loading ? 'Loading…' : 'Choose…'}</option>
+      <select id={id} value={value} disabled={loading || path === null} required={spec.required} onChange={(e) => onChange(e.currentTarget.value)} {...invalidProps(`${id}-errors`, errors)}>
+        <option value="">{path === null ? `Choose the ${(waitingFor ?? 'other field').toLowerCase()} first` : loading ? 'Loading…' : 'Choose…'}</option>
         {entries.map((e) => (
           <option key={e.value} value={e.value}>
             {e.detail ? `${e.label} (${e.detail})` : e.label}

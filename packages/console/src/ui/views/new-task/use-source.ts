@@ -19,14 +19,19 @@ interface SourceState {
 }
 
 /**
- * The choices of a select or multiselect, loaded from `GET apiBase + source.path`; a paged source
- * (`source.next`) page after page, each shown as it arrives, up to {@link MAX_SOURCE_ENTRIES}.
+ * The choices of a select or multiselect, loaded from `GET apiBase + path` (the source's path, its
+ * fields filled in); a paged source (`source.next`) page after page, each shown as it arrives, up to
+ * {@link MAX_SOURCE_ENTRIES}. With `path` null (a field it names has no value yet), no choices.
  */
-export function useSource(source: Source) {
+export function useSource(source: Source, path: string | null = source.path) {
   const { api } = useApp();
-  const [state, setState] = useState<SourceState>({ entries: [], loading: true, error: null, cut: false });
+  const [state, setState] = useState<SourceState>({ entries: [], loading: path !== null, error: null, cut: false });
   const [attempt, setAttempt] = useState(0);
   useEffect(() => {
+    if (path === null) {
+      setState({ entries: [], loading: false, error: null, cut: false });
+      return;
+    }
     const controller = new AbortController();
     setState((s) => ({ ...s, loading: true, error: null }));
     void (async () => {
@@ -35,7 +40,7 @@ export function useSource(source: Source) {
       let cursor: string | null = null;
       try {
         for (;;) {
-          const answer = await api.get<unknown>(pagePath(source.path, cursor), controller.signal);
+          const answer = await api.get<unknown>(pagePath(path, cursor), controller.signal);
           if (controller.signal.aborted) return;
           for (const entry of sourceEntries(answer, source)) {
             if (seen.has(entry.value)) continue;
@@ -54,7 +59,7 @@ export function useSource(source: Source) {
       }
     })();
     return () => controller.abort();
-  }, [api, source, attempt]);
+  }, [api, source, path, attempt]);
   const reload = useCallback(() => setAttempt((n) => n + 1), []);
   return { ...state, reload };
 }

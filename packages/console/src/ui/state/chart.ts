@@ -8,9 +8,17 @@ export function niceCeiling(value: number): number {
   return 10 * power;
 }
 
-/** `count + 1` evenly spaced ticks from 0 to `max`. */
-export function ticks(max: number, count = 4): number[] {
-  return Array.from({ length: count + 1 }, (_, i) => (max * i) / count);
+/**
+ * The y axis's ticks for values up to `max`: from 0, at most `count` steps of a nice size that is a
+ * whole number of `unit`s (the axis labels round to whole items and milliseconds, so a step of
+ * 0.25 would print 0, 0, 1, 1, 1), up to the first tick at or above `max`.
+ */
+export function axisTicks(max: number, count = 4, unit = 1): number[] {
+  let step = niceCeiling(Math.max(max / count, unit));
+  // 2.5 units is not a whole number of them: 5 instead.
+  if (!Number.isInteger(Math.round((step / unit) * 1e9) / 1e9)) step = niceCeiling(step * 1.5);
+  const steps = Math.max(1, Math.ceil(max / step - 1e-9));
+  return Array.from({ length: steps + 1 }, (_, i) => i * step);
 }
 
 export interface Point {

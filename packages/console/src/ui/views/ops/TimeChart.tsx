@@ -1,5 +1,5 @@
 import { useId } from 'preact/hooks';
-import { areaPath, linePath, niceCeiling, scaleY, ticks, type Point } from '../../state/chart.ts';
+import { areaPath, axisTicks, linePath, scaleY, type Point } from '../../state/chart.ts';
 import { formatTime } from '../../state/format.ts';
 
 export interface ChartSeries {
@@ -22,7 +22,8 @@ const M = { top: 12, right: 12, bottom: 28, left: 56 };
  */
 export function TimeChart({ title, summary, times, series, format }: { title: string; summary: string; times: string[]; series: ChartSeries[]; format(v: number): string }) {
   const id = useId();
-  const max = niceCeiling(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
+  const yTicks = axisTicks(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
+  const max = yTicks.at(-1)!;
   const n = times.length;
   const x = (i: number) => M.left + (n <= 1 ? 0 : (i / (n - 1)) * (W - M.left - M.right));
   const y = (v: number) => scaleY(v, max, M.top, H - M.bottom);
@@ -44,7 +45,7 @@ export function TimeChart({ title, summary, times, series, format }: { title: st
         </span>
       </figcaption>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${id}-cap ${id}-sum`} class="chart-svg" preserveAspectRatio="xMidYMid meet">
-        {ticks(max).map((t) => (
+        {yTicks.map((t) => (
           <g key={t} class="grid">
             <line x1={M.left} x2={W - M.right} y1={y(t)} y2={y(t)} />
             <text x={M.left - 6} y={y(t) + 4} text-anchor="end">

@@ -63,6 +63,29 @@ describe("an app's panels in the console", () => {
     expect(errors).toEqual([]);
     await context.close();
   });
+
+  it("says what the app answers when it has nothing of the task (a 404 of a panel's source), not that the panel failed", async () => {
+    const { id } = (await (await t.call('POST', '/tasks', { body: { input: { count: 2 } } })).json()) as { id: string };
+    const pool = t.rt.ctx.pool;
+    await waitFor(async () => (await pool.query(`SELECT 1 FROM echo_mark WHERE tenant = '(fan-in)' AND subject = $1`, [id])).rowCount === 1, { message: 'the fan-in' });
+    // As if its fan-in had not run yet (or the app kept nothing of it): the panel's source answers 404.
+    await pool.query(`DELETE FROM echo_mark WHERE subject = $1`, [id]);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e: Error) => errors.push(e.message));
+    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+    await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+    const panel = page.getByRole('region', { name: 'Fan-in' });
+    await panel.getByText(`task ${id} has not been fanned in yet`, { exact: true }).waitFor();
+    expect(await panel.getByRole('alert').count()).toBe(0);
+    expect(await panel.getByRole('button', { name: 'Try again' }).count()).toBe(0);
+    await page.screenshot({ path: join(shots, '4-panel-without-data.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
 });
 
 describe('a task whose items retention deleted', () => {

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { RowAction, TablePanel } from '../../../config.ts';
-import { describeError, isAbort } from '../../api/errors.ts';
+import { ApiError, describeError, isAbort } from '../../api/errors.ts';
 import { useApp } from '../../app-context.ts';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { useThrottled } from '../../hooks.ts';
@@ -35,6 +35,8 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [page, setPage] = useState<{ rows: Row[]; nextCursor: string | null } | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // On a task's page, the app's answer that it has nothing of this task (yet): its 404's message.
+  const [missing, setMissing] = useState<string | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const request = useRef<AbortController | null>(null);
   const cursor = cursors[cursors.length - 1] ?? null;
@@ -55,10 +57,20 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
       const rows = answer[panel.source.list];
       setPage({ rows: Array.isArray(rows) ? (rows as Row[]) : [], nextCursor: typeof answer.nextCursor === 'string' ? answer.nextCursor : null });
       setError(null);
+      setMissing(null);
     } catch (e) {
-      if (!isAbort(e)) setError(describeError(e));
+      if (isAbort(e)) return;
+      // What an app keeps of a task is made by its manager: a queued task has none yet, and one
+      // whose manager failed never will. Said as the app says it, not as a failure to load.
+      if (taskId !== undefined && e instanceof ApiError && e.status === 404) {
+        setPage({ rows: [], nextCursor: null });
+        setMissing(e.message);
+        setError(null);
+        return;
+      }
+      setError(describeError(e));
     }
-  }, [api, base, filters, cursor, panel.source.list, panel.filters]);
+  }, [api, base, filters, cursor, panel.source.list, panel.filters, taskId]);
 
   useEffect(() => {
     void load();
@@ -71,8 +83,9 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
       first.current = false;
       return;
     }
-    if (panel.live) reloadSoon();
-  }, [version, panel.live, reloadSoon]);
+    // A panel with nothing of the task yet is asked again as the task moves, live or not.
+    if (panel.live || missing !== null) reloadSoon();
+  }, [version, panel.live, missing, reloadSoon]);
 
   const setFilter = (name: string, value: string) => {
     setFilters((f) => ({ ...f, [name]: value }));
@@ -136,7 +149,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
       ) : null}
       {error ? <ErrorNote message={`${panel.title} could not be loaded: ${error}`} retry={() => void load()} /> : null}
       {page === null && !error ? <p class="muted">Loading…</p> : null}
-      {page && page.rows.length === 0 ? <p class="empty">{panel.empty}</p> : null}
+      {page && page.rows.length === 0 ? <p class="empty">{missing ?? panel.empty}</p> : null}
       {page && page.rows.length > 0 ? (
         <div class="table-scroll" role="region" aria-label={`${panel.title}, table`} tabIndex={0}>
           <table>

@@ -143,7 +143,7 @@ export default defineApp({
             title: 'All loads',
             source: { path: '/loads', list: 'loads' },
             columns: [
-              { label: 'Load', path: 'id' },
+              { label: 'Load', path: 'id', format: 'task' },
               { label: 'File', path: 'filename' },
               { label: 'Target', path: 'target' },
               { label: 'Status', path: 'status' },

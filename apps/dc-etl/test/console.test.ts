@@ -38,6 +38,10 @@ describe('the ETL console', () => {
       await page.getByRole('region', { name: 'All loads, table' }).getByText('covid_testing_deid.csv.gz').waitFor();
       await page.screenshot({ path: join(shots, '2-loads.png'), fullPage: true });
       expect(await seriousViolations(page)).toEqual([]);
+      // A load's id leads to its task's page.
+      await page.getByRole('region', { name: 'All loads, table' }).getByRole('link', { name: load.id }).click();
+      await page.getByRole('region', { name: 'Load, table' }).getByText('published', { exact: true }).waitFor();
+      expect(new URL(page.url()).hash).toBe(`#/tasks/${load.id}`);
       expect(errors).toEqual([]);
       await context.close();
     } catch (error) {

@@ -177,7 +177,7 @@ export default defineApp({
               { label: 'Site', path: 'site' },
               { label: 'Discrepancy', path: 'message' },
               { label: 'Opened by', path: 'openedBy' },
-              { label: 'Updated', path: 'updatedAt' },
+              { label: 'Updated', path: 'updatedAt', format: 'datetime' },
             ],
             filters: [{ name: 'status', label: 'Status', options: ['OPEN', 'ANSWERED', 'CLOSED'] }],
             rowName: ['subject', 'ruleId', 'status'],

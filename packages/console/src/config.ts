@@ -69,8 +69,11 @@ export interface ColumnSpec {
   label: string;
   /** A dotted path into the item view: `snapshot.filename`, `result.fieldsFound`. */
   path: string;
-  /** How the value is shown. @default 'text' */
-  format?: 'text' | 'number' | 'ms' | 'json';
+  /**
+   * How the value is shown: `datetime` an ISO date and time in the browser's zone, `task` a task id
+   * of this app as a link to its page. @default 'text'
+   */
+  format?: 'text' | 'number' | 'ms' | 'json' | 'datetime' | 'task';
 }
 
 /** A download offered once a task finished: `GET apiBase + path` with `{id}` replaced. */

@@ -1,7 +1,7 @@
 import { sourceDependencies, type ColumnSpec, type ConsoleConfig, type ExportSpec, type FieldSpec, type PageSpec, type PanelFilter, type ResolvedConsoleConfig, type RowAction, type Source, type TablePanel, type TaskActionSpec } from '../config.ts';
 
 const FIELD_KINDS = ['multiselect', 'select', 'file', 'text', 'number'] as const;
-const FORMATS = ['text', 'number', 'ms', 'json'] as const;
+const FORMATS = ['text', 'number', 'ms', 'json', 'datetime', 'task'] as const;
 
 function fail(field: string, rule: string): never {
   throw new TypeError(`@fanout/console: config.${field} ${rule}`);

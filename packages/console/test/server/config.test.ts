@@ -24,7 +24,7 @@ describe('resolveConfig', () => {
     expect(bad({ apiBase: '/' })).toThrow(/config\.apiBase must not be the site root/);
     expect(bad({ assetsBase: '/' })).toThrow(/config\.assetsBase must not be the site root/);
     expect(bad({ assetsBase: '/con sole/' })).toThrow(/config\.assetsBase may hold only/);
-    expect(bad({ columns: [{ label: 'X', path: 'result.x', format: 'csv' }] })).toThrow('config.columns[0].format must be one of text, number, ms, json');
+    expect(bad({ columns: [{ label: 'X', path: 'result.x', format: 'csv' }] })).toThrow('config.columns[0].format must be one of text, number, ms, json, datetime, task');
     expect(bad({ exports: [{ label: 'CSV', path: '/tasks/results.csv' }] })).toThrow('config.exports[0].path must contain the {id} placeholder');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'radio', name: 'x', label: 'X' }] } })).toThrow(/config\.newTask\.fields\[0\]\.kind must be one of/);
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'file', name: 'f', label: 'F' }] } })).toThrow('config.newTask.fields[0].upload must be an object { path, idField }');

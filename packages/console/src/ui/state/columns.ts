@@ -1,5 +1,5 @@
 import type { ColumnSpec } from '../../config.ts';
-import { formatCount, formatDuration } from './format.ts';
+import { formatCount, formatDateTime, formatDuration } from './format.ts';
 
 /** The value at a dotted path (`snapshot.filename`, `result.fields.0`), or undefined. */
 export function valueAt(root: unknown, path: string): unknown {
@@ -22,6 +22,8 @@ export function formatColumn(root: unknown, column: ColumnSpec): string {
       return typeof value === 'number' ? formatDuration(value) : String(value);
     case 'json':
       return JSON.stringify(value);
+    case 'datetime':
+      return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? formatDateTime(value) : String(value);
     default:
       return typeof value === 'object' ? JSON.stringify(value) : String(value);
   }

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { RowAction, TablePanel } from '../../../config.ts';
 import { ApiError, describeError, isAbort } from '../../api/errors.ts';
 import { useApp } from '../../app-context.ts';
+import { ColumnValue } from '../../components/ColumnValue.tsx';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
 import { useThrottled } from '../../hooks.ts';
 import { formatColumn, valueAt } from '../../state/columns.ts';
@@ -174,7 +175,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
                   <tr key={i}>
                     {panel.columns.map((c) => (
                       <td key={c.path} class={c.format === 'number' || c.format === 'ms' ? 'num' : undefined}>
-                        {formatColumn(row, c)}
+                        <ColumnValue root={row} column={c} />
                       </td>
                     ))}
                     {actions.length > 0 ? (

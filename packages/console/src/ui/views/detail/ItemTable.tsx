@@ -1,6 +1,7 @@
 import { Fragment } from 'preact';
 import type { ColumnSpec } from '../../../config.ts';
 import type { ItemView, TaskView } from '../../api/types.ts';
+import { ColumnValue } from '../../components/ColumnValue.tsx';
 import { formatColumn } from '../../state/columns.ts';
 import { formatDuration, formatTime, zoneOf } from '../../state/format.ts';
 import { canRetryItem } from '../../state/status.ts';
@@ -92,7 +93,7 @@ export function ItemTable({ task, items, columns, expanded, toggle, retrying, re
                     const cls = c.format === 'number' || c.format === 'ms' ? 'num' : c.format === 'json' ? 'mono wrap' : text.length > 40 ? 'wrap' : undefined;
                     return (
                       <td key={c.path} class={cls}>
-                        {text}
+                        <ColumnValue root={item} column={c} />
                       </td>
                     );
                   })}

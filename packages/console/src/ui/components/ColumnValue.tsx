@@ -1,0 +1,14 @@
+import type { ColumnSpec } from '../../config.ts';
+import { formatColumn } from '../state/columns.ts';
+import { routeHash } from '../state/route.ts';
+
+/** A column's value in a table cell: its text, or for a `task` column a link to that task's page. */
+export function ColumnValue({ root, column }: { root: unknown; column: ColumnSpec }) {
+  const text = formatColumn(root, column);
+  if (column.format !== 'task' || text === '—') return <>{text}</>;
+  return (
+    <a href={routeHash({ view: 'task', id: text, items: 'all' })} class="mono">
+      {text}
+    </a>
+  );
+}

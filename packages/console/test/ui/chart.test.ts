@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { areaPath, axisTicks, linePath, niceCeiling, scaleY } from '../../src/ui/state/chart.ts';
+import { areaPath, axisTicks, isolatedPoints, linePath, niceCeiling, scaleY } from '../../src/ui/state/chart.ts';
 
 describe('chart geometry', () => {
   it('rounds the axis up to a nice number', () => {
@@ -29,6 +29,12 @@ describe('chart geometry', () => {
   it('draws lines with gaps where a bucket has no data', () => {
     expect(linePath([{ x: 0, y: 10 }, { x: 1, y: 5 }, { x: 2, y: null }, { x: 3, y: 7 }])).toBe('M0.0,10.0L1.0,5.0M3.0,7.0');
     expect(areaPath([{ x: 0, y: 10 }, { x: 2, y: null }], 20)).toBe('M0.0,20.0L0.0,10.0L2.0,20.0L2.0,20.0Z');
+  });
+
+  it('finds the points a line cannot show: a value alone between gaps', () => {
+    const pts = [{ x: 0, y: 5 }, { x: 1, y: null }, { x: 2, y: 7 }, { x: 3, y: null }, { x: 4, y: 1 }, { x: 5, y: 2 }, { x: 6, y: null }, { x: 7, y: 9 }];
+    expect(isolatedPoints(pts).map((p) => p.x)).toEqual([0, 2, 7]);
+    expect(isolatedPoints([])).toEqual([]);
   });
 
   it('puts 0 at the bottom', () => {

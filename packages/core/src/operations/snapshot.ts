@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { AnyFanoutDefinition } from '../define/define-fanout.ts';
-import type { FanoutStore } from '../store/types.ts';
+import type { FanoutStore, MetricPoint } from '../store/types.ts';
 import { histogramQuantile } from './durations.ts';
 import type { TaskAttention } from '../telemetry/task-gauges.ts';
 import { BUCKET_MS, type LimitStats, type RecoveryCounts } from './runtime-stats.ts';
@@ -13,6 +13,7 @@ export interface OperationsSnapshot {
   queues: { name: string; queued: number; active: number; deferred: number; deadLetter: number }[];
   workers: { id: string; role: string; host: string; pid: number; startedAt: Date; lastSeenAt: Date; alive: boolean; concurrency: number; inFlight: number }[];
   limits: { name: string; kind: 'global' | 'rate'; limit: number; inUse: number; waiting: number; waits: number; waitedMs: number }[];
+  /** Every 10-second bucket of the window, oldest first (an empty one: 0 settled, null quantiles). */
   series: { at: Date; settled: number; failed: number; p50Ms: number | null; p95Ms: number | null }[];
   /** What the maintenance loops of the processes listed repaired since they started. */
   recoveries: RecoveryCounts;
@@ -42,11 +43,12 @@ export async function operationsSnapshot(
 ): Promise<OperationsSnapshot> {
   const kinds = definitions.map((d) => d.name);
   const now = Date.now();
+  const since = Math.floor((now - windowMs) / BUCKET_MS) * BUCKET_MS;
   const [queues, workers, slots, points, tasks] = await Promise.all([
     boss.getQueues(definitions.flatMap((d) => [d.managerQueue, d.childQueue, d.deadLetterQueue])),
     store.workers(kinds, 60 * 60_000),
     store.slotUsage(),
-    store.metrics(kinds, new Date(Math.floor((now - windowMs) / BUCKET_MS) * BUCKET_MS)),
+    store.metrics(kinds, new Date(since)),
     attention(),
   ]);
   const errors = new Map<string, { code: string; failed: number; retried: number }>();
@@ -102,11 +104,29 @@ export async function operationsSnapshot(
       inFlight: w.inFlight,
     })),
     limits: [...limits].map(([name, l]) => ({ name, kind: l.kind, limit: l.limit, inUse: busy.get(name)?.busy ?? 0, waiting: l.waiting, waits: l.waits, waitedMs: l.waitedMs })),
-    series: points.map((p) => ({ at: p.bucket, settled: p.settled, failed: p.failed, p50Ms: histogramQuantile(p.durations, 0.5), p95Ms: histogramQuantile(p.durations, 0.95) })),
+    series: denseSeries(points, since, now),
     recoveries,
     attention: tasks,
     errors: [...errors.values()].sort((a, b) => b.failed + b.retried - (a.failed + a.retried)),
     leasesLost,
     live,
   };
+}
+
+/**
+ * Every bucket of the window, oldest first, the current one last: the store keeps only buckets in
+ * which something settled, and a chart of those alone would join 12:08 to 12:20 as neighbours.
+ */
+function denseSeries(points: readonly MetricPoint[], since: number, now: number): OperationsSnapshot['series'] {
+  const byBucket = new Map(points.map((p) => [p.bucket.getTime(), p]));
+  const series: OperationsSnapshot['series'] = [];
+  for (let at = since; at <= now; at += BUCKET_MS) {
+    const p = byBucket.get(at);
+    series.push(
+      p
+        ? { at: p.bucket, settled: p.settled, failed: p.failed, p50Ms: histogramQuantile(p.durations, 0.5), p95Ms: histogramQuantile(p.durations, 0.95) }
+        : { at: new Date(at), settled: 0, failed: 0, p50Ms: null, p95Ms: null },
+    );
+  }
+  return series;
 }

@@ -53,3 +53,8 @@ export function areaPath(points: Point[], baseline: number): string {
 
 /** Maps a value in [0, max] to a pixel row in [top, bottom] (0 at the bottom). */
 export const scaleY = (value: number, max: number, top: number, bottom: number): number => bottom - (value / (max || 1)) * (bottom - top);
+
+/** The points a line cannot show: a value with no value on either side (a bucket alone between gaps). */
+export function isolatedPoints(points: Point[]): Point[] {
+  return points.filter((p, i) => p.y !== null && (points[i - 1]?.y ?? null) === null && (points[i + 1]?.y ?? null) === null);
+}

@@ -14,6 +14,7 @@ function throughputSummary(s: OpsSnapshot): string {
   const settled = s.series.reduce((sum, p) => sum + p.settled, 0);
   const failed = s.series.reduce((sum, p) => sum + p.failed, 0);
   const peak = Math.max(0, ...s.series.map((p) => p.settled));
+  // The series holds every 10-second bucket of its window.
   return `Over the last ${s.series.length * 10 >= 60 ? `${Math.round((s.series.length * 10) / 60)} minutes` : `${s.series.length * 10} seconds`}: ${formatCount(settled)} items settled, ${formatCount(failed)} failed, at most ${formatCount(peak)} in 10 seconds.`;
 }
 

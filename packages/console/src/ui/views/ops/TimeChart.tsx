@@ -1,5 +1,5 @@
 import { useId } from 'preact/hooks';
-import { areaPath, axisTicks, linePath, scaleY, type Point } from '../../state/chart.ts';
+import { areaPath, axisTicks, isolatedPoints, linePath, scaleY, type Point } from '../../state/chart.ts';
 import { formatTime } from '../../state/format.ts';
 
 export interface ChartSeries {
@@ -66,12 +66,15 @@ export function TimeChart({ title, summary, times, series, format }: { title: st
             <g key={s.name} class={s.className}>
               {s.kind === 'area' ? <path class="area" d={areaPath(points, y(0))} /> : null}
               <path class="line" d={linePath(points)} />
+              {isolatedPoints(points).map((p) => (
+                <circle key={p.x} class="dot" cx={p.x} cy={p.y!} r={3} />
+              ))}
             </g>
           );
         })}
-        {n === 0 ? (
+        {series.every((s) => s.values.every((v) => v === null || v === 0)) ? (
           <text x={W / 2} y={H / 2} text-anchor="middle" class="axis-label">
-            No data yet
+            Nothing in this window
           </text>
         ) : null}
       </svg>
@@ -81,7 +84,7 @@ export function TimeChart({ title, summary, times, series, format }: { title: st
       {/* A table cannot be shrunk to nothing itself; its wrapper can. */}
       <div class="sr-only">
       <table>
-        <caption>{title}, by 10-second bucket</caption>
+        <caption>{title}, by 10-second bucket (those with something in them)</caption>
         <thead>
           <tr>
             <th scope="col">Bucket start</th>
@@ -93,14 +96,14 @@ export function TimeChart({ title, summary, times, series, format }: { title: st
           </tr>
         </thead>
         <tbody>
-          {times.map((t, i) => (
+          {times.map((t, i) => series.some((s) => s.values[i] !== null && s.values[i] !== undefined && s.values[i] !== 0) ? (
             <tr key={t}>
               <th scope="row">{formatTime(t)}</th>
               {series.map((s) => (
                 <td key={s.name}>{s.values[i] === null || s.values[i] === undefined ? '—' : format(s.values[i]!)}</td>
               ))}
             </tr>
-          ))}
+          ) : null)}
         </tbody>
       </table>
       </div>

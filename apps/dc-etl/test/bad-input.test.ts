@@ -213,6 +213,21 @@ describe('bad input', () => {
       ['body.input.uploadId', 'not_found'],
       ['body.input.specId', 'not_found'],
     ]);
+    // A file stored apart from a spec that reads columns it does not have: refused as POST /loads
+    // refuses them sent together, naming the spec's column.
+    const store = async (path: string, name: string, bytes: Uint8Array) => {
+      const form = new FormData();
+      form.set('file', new Blob([bytes]), name);
+      return json(fetch(`${t.apiUrl}/api/etl${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN.a}` }, body: form }));
+    };
+    const { uploadId: smallUpload } = await store('/uploads', small.name, small.bytes);
+    const { specId: covidSpec } = await store('/specs', 'covid.yaml', Buffer.from(specText('covid.yaml')));
+    const mismatch = await t.call('POST', '/tasks', { body: { input: { uploadId: smallUpload, specId: covidSpec } } });
+    const refusal = (await mismatch.json()) as { error: { message: string; issues: { field: string; rule: string; message: string }[] } };
+    expect(mismatch.status).toBe(400);
+    expect(refusal.error.message).toBe('body.input.specId: spec.columns.1.name: the file has no column "fake_first_name" (its header: "subject_id", "pan_day", "test_id", "age")');
+    expect(refusal.error.issues.every((i) => i.field === 'body.input.specId' && i.rule === 'unknown_column')).toBe(true);
+    expect(refusal.error.issues.length).toBeGreaterThan(5);
     expect(await tasks()).toBe(before);
   });
 });

@@ -8,7 +8,7 @@ import { PermanentError, type InputIssue, type ListedItem } from '@fanout/core';
 import { byteLimit } from '@fanout/http';
 import type pg from 'pg';
 import { loadDir, uploadKey, type FileStorage } from '../files/storage.ts';
-import { compileSpec, headerIssues, parseSpec, SpecError } from '../spec/compile.ts';
+import { compileSpec, headerIssues, parseSpec, SpecError, type CompiledSpec } from '../spec/compile.ts';
 import { RecordScanner } from '../source/csv.ts';
 import { inspectSource, SourceError, type SourceInfo } from '../source/inspect.ts';
 import { xlsxToCsv } from '../source/xlsx.ts';
@@ -88,21 +88,42 @@ export interface PlanDeps {
 
 /**
  * A load's input as a submit checks it (the definition's `checkInput`): the upload and the spec
- * are the tenant's, and the upload's file is still stored. The manager checks again.
+ * are the tenant's, the upload's file is still stored, and its header has the columns the spec
+ * reads (as `POST /loads` checks a file sent with its spec). The manager checks again.
  */
 export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { uploadId: string; specId: string }): Promise<InputIssue[]> {
-  const { rows } = await deps.pool.query<{ upload: boolean; spec: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM etl_upload WHERE id = $1 AND tenant = $3) AS upload,
-            EXISTS (SELECT 1 FROM etl_spec WHERE id = $2 AND tenant = $3) AS spec`,
+  const { rows } = await deps.pool.query<{ filename: string | null; text: string | null }>(
+    `SELECT (SELECT filename FROM etl_upload WHERE id = $1 AND tenant = $3) AS filename,
+            (SELECT text FROM etl_spec WHERE id = $2 AND tenant = $3) AS text`,
     [input.uploadId, input.specId, tenant],
   );
+  const { filename, text } = rows[0]!;
   const issues: InputIssue[] = [];
-  if (!rows[0]!.upload) issues.push({ field: 'uploadId', rule: 'not_found', message: `no upload ${input.uploadId} (of yours)` });
-  else if (!(await stat(deps.storage.path(uploadKey(input.uploadId))).then(() => true, () => false))) {
-    issues.push({ field: 'uploadId', rule: 'gone', message: 'the upload is no longer stored (it went with the load that was discarded); upload the file again' });
+  if (filename === null) issues.push({ field: 'uploadId', rule: 'not_found', message: `no upload ${input.uploadId} (of yours)` });
+  if (text === null) issues.push({ field: 'specId', rule: 'not_found', message: `no spec ${input.specId} (of yours)` });
+  if (filename === null || text === null) return issues;
+  try {
+    await sourceForSpec(deps.storage.path(uploadKey(input.uploadId)), filename, text);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [{ field: 'uploadId', rule: 'gone', message: `the upload ${UPLOAD_GONE}` }];
+    if (error instanceof SourceError) return [{ field: 'uploadId', rule: error.rule, message: error.message }];
+    if (!(error instanceof SpecError)) throw error;
+    // What the spec reads and the file lacks: said of the spec, or of the file's header.
+    return error.issues.map((i) => ({ field: i.field.startsWith('spec') ? 'specId' : 'uploadId', rule: i.rule, message: `${i.field}: ${i.message}` }));
   }
-  if (!rows[0]!.spec) issues.push({ field: 'specId', rule: 'not_found', message: `no spec ${input.specId} (of yours)` });
-  return issues;
+  return [];
+}
+
+const UPLOAD_GONE = 'is no longer stored (it went with the load that was discarded); upload the file again';
+
+/** The stored file read as the spec says (format, encoding, header), its header checked against the spec's columns. */
+async function sourceForSpec(uploadPath: string, filename: string, specText: string): Promise<{ compiled: CompiledSpec; info: SourceInfo }> {
+  await stat(uploadPath);
+  const compiled = compileSpec(parseSpec(specText));
+  const info = await inspectSource(uploadPath, filename, compiled.spec.source);
+  const issues = headerIssues(compiled, info.header);
+  if (issues.length > 0) throw new SpecError(issues);
+  return { compiled, info };
 }
 
 /**
@@ -127,23 +148,15 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
     `INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`,
     [loadId, tenant, input.uploadId, input.specId, input.chunkRecords],
   );
-  let compiled;
+  let compiled: CompiledSpec;
   let info: SourceInfo;
   const uploadPath = storage.path(uploadKey(input.uploadId));
   // Its file goes when the last load reading it is discarded: said plainly, without the server's path.
   // (Looked at first, and again wherever the file is read: a discard may come in between.)
   const uploadGone = (error: unknown) =>
-    (error as NodeJS.ErrnoException).code === 'ENOENT'
-      ? new PermanentError(`the upload ${input.uploadId} is no longer stored (it went with the load that was discarded); upload the file again`, { code: 'upload_gone' })
-      : error;
-  await stat(uploadPath).catch((error: unknown) => {
-    throw uploadGone(error);
-  });
+    (error as NodeJS.ErrnoException).code === 'ENOENT' ? new PermanentError(`the upload ${input.uploadId} ${UPLOAD_GONE}`, { code: 'upload_gone' }) : error;
   try {
-    compiled = compileSpec(parseSpec(row.text));
-    info = await inspectSource(uploadPath, row.filename, compiled.spec.source);
-    const issues = headerIssues(compiled, info.header);
-    if (issues.length > 0) throw new SpecError(issues);
+    ({ compiled, info } = await sourceForSpec(uploadPath, row.filename, row.text));
   } catch (error) {
     if (error instanceof SpecError) throw new PermanentError(`${error.message}${error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ''}`, { code: 'invalid_spec' });
     if (error instanceof SourceError) throw new PermanentError(error.message, { code: error.rule });

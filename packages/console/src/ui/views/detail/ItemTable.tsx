@@ -80,6 +80,8 @@ export function ItemTable({ task, items, columns, expanded, toggle, retrying, re
                   <td class="wrap error-cell">
                     {item.error ? (
                       <>
+                        {/* A succeeded or running item keeps the error of an attempt before it. */}
+                        {item.status === 'failed' || item.status === 'cancelled' ? null : <span class="hint">Attempt before: </span>}
                         <code>{item.error.code}</code> {item.error.message}
                         {item.error.retryable === false ? <span class="hint"> (permanent)</span> : null}
                       </>

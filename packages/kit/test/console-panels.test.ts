@@ -22,17 +22,23 @@ afterAll(async () => {
   await t?.[Symbol.asyncDispose]();
 });
 
+/** A signed-in page on the task's page, and the page's script errors. */
+async function openTask(id: string) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e: Error) => errors.push(e.message));
+  await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
+  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+  return { context, page, errors };
+}
+
 describe("an app's panels in the console", () => {
   it('shows a table of the app on the task page, runs its row action with a prompt, its task button, and its own page', async () => {
     const { id } = (await (await t.call('POST', '/tasks', { body: { input: { count: 5 } } })).json()) as { id: string };
     await waitFor(async () => ((await (await t.call('GET', `/tasks/${id}`)).json()) as { status: string }).status === 'completed', { message: 'the task' });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e: Error) => errors.push(e.message));
-    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
-    await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+    const { context, page, errors } = await openTask(id);
     const panel = page.getByRole('region', { name: 'Echoes, table' });
     await panel.getByText('n4', { exact: true }).waitFor();
     expect(await panel.locator('tbody tr').count()).toBe(5);
@@ -70,13 +76,7 @@ describe("an app's panels in the console", () => {
     await waitFor(async () => (await pool.query(`SELECT 1 FROM echo_mark WHERE tenant = '(fan-in)' AND subject = $1`, [id])).rowCount === 1, { message: 'the fan-in' });
     // As if its fan-in had not run yet (or the app kept nothing of it): the panel's source answers 404.
     await pool.query(`DELETE FROM echo_mark WHERE subject = $1`, [id]);
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e: Error) => errors.push(e.message));
-    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
-    await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+    const { context, page, errors } = await openTask(id);
     const panel = page.getByRole('region', { name: 'Fan-in' });
     await panel.getByText(`task ${id} has not been fanned in yet`, { exact: true }).waitFor();
     expect(await panel.getByRole('alert').count()).toBe(0);

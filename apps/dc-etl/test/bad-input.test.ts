@@ -225,7 +225,7 @@ describe('bad input', () => {
     const mismatch = await t.call('POST', '/tasks', { body: { input: { uploadId: smallUpload, specId: covidSpec } } });
     const refusal = (await mismatch.json()) as { error: { message: string; issues: { field: string; rule: string; message: string }[] } };
     expect(mismatch.status).toBe(400);
-    expect(refusal.error.message).toBe('body.input.specId: spec.columns.1.name: the file has no column "fake_first_name" (its header: "subject_id", "pan_day", "test_id", "age")');
+    expect(refusal.error.message).toBe('body.input.specId: spec.columns.1.name: the file has no column "fake_first_name" (its header: "subject_id", "pan_day", "test_id", "age") (unknown_column)');
     expect(refusal.error.issues.every((i) => i.field === 'body.input.specId' && i.rule === 'unknown_column')).toBe(true);
     expect(refusal.error.issues.length).toBeGreaterThan(5);
     expect(await tasks()).toBe(before);

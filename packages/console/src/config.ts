@@ -7,8 +7,7 @@ export interface Source {
   /**
    * Path under the API base, with its query: `/documents?limit=1000`. A select's path may name an
    * earlier select of the panel as `{name}` (`/studies/{studyId}/rule-sets`): its choices wait for
-   * that field's value and are loaded again when it changes, and a choice no longer listed is
-   * cleared.
+   * that field's value and are loaded again when it changes, and the choice made is cleared then.
    */
   path: string;
   /** The array in the answer that holds the entries: `documents`. */

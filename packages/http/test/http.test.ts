@@ -2,6 +2,7 @@ import { taskRoutes } from '@fanout/http';
 import { collectEventStream, TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revoked } from './fixtures/definition.ts';
 import { testApp, waitFor, type TestApp } from './fixtures/test-app.ts';
 
 const TOKENS: Record<string, string> = { 'token-a': 'tenant-a', 'token-b': 'tenant-b' };
@@ -215,9 +216,9 @@ describe('shared HTTP layer', () => {
       ['POST', '/tasks', { body: { input: { count: 'ten' } } }, 'body.input.count', 'invalid_type'],
       ['POST', '/tasks', { body: { input: { count: 1 }, extra: true } }, 'body', 'unrecognized_keys'],
       ['POST', '/tasks', { body: { input: { count: 1 }, options: { maxFailureRatio: 2 } } }, 'body.options.maxFailureRatio', 'too_big'],
+      ['POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-a:\u0000'] } } }, 'body.input.requires.0', 'nul_character'],
       // The definition's checkInput, against what the tenant has.
       ['POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-a:x', 'tenant-b:y'] } } }, 'body.input.requires.1', 'not_found'],
-      ['POST', '/tasks', { body: { input: { count: 1, requires: ['tenant-a:\u0000'] } } }, 'body.input.requires.0', 'nul_character'],
       ['GET', '/tasks?limit=0', {}, 'query.limit', 'too_small'],
       ['GET', '/tasks?limit=abc', {}, 'query.limit', 'invalid_type'],
       ['GET', '/tasks?status=done', {}, 'query.status', 'invalid_value'],
@@ -247,7 +248,7 @@ describe('shared HTTP layer', () => {
     expect(await refused.json()).toEqual({
       error: {
         code: 'invalid_request',
-        message: 'body.input.requires.0: no tenant-b:y of yours',
+        message: 'body.input.requires.0: no tenant-b:y of yours (not_found)',
         issues: [
           { field: 'body.input.requires.0', rule: 'not_found', message: 'no tenant-b:y of yours' },
           { field: 'body.input.requires.1', rule: 'not_found', message: 'no z of yours' },
@@ -259,6 +260,18 @@ describe('shared HTTP layer', () => {
     const error = await t.app.fanout.submit('test_batch', { count: 1, requires: ['tenant-a:x', 'tenant-b:y'] }, { tenant: 'tenant-a' }).catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'FanoutError', code: 'invalid_argument', field: 'input.requires.1', issues: [{ field: 'input.requires.1', rule: 'not_found', message: 'no tenant-b:y of yours' }] });
     expect((await call('POST', '/tasks', { token: 'token-b', body: { input: { count: 1, requires: ['tenant-b:y'] } } })).status).toBe(202);
+    // A replay of a key is not checked again: what it named may be gone since, it answers its task.
+    const keyed = { token: 'token-b', body: { input: { count: 1, requires: ['tenant-b:z'] } }, headers: { 'idempotency-key': 'checked-once' } };
+    const first = await call('POST', '/tasks', keyed);
+    expect(first.status).toBe(202);
+    revoked.add('tenant-b:z');
+    const replay = await call('POST', '/tasks', keyed);
+    expect(replay.status).toBe(202);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await replay.json()) as { id: string }).id).toBe(((await first.json()) as { id: string }).id);
+    // The same key with other input is still a conflict; a new key is checked.
+    expect((await call('POST', '/tasks', { ...keyed, body: { input: { count: 2, requires: ['tenant-b:z'] } } })).status).toBe(409);
+    expect((await call('POST', '/tasks', { ...keyed, headers: { 'idempotency-key': 'checked-twice' } })).status).toBe(400);
   });
 
   it('answers 404 with JSON for an unknown task and an unknown route', async () => {

@@ -151,6 +151,10 @@ export class PrismaFanoutStore implements FanoutStore {
     return this.#transaction((tx) => dispatch.insertTask(tx, task, enqueue));
   }
 
+  async keyedTask(kind: string, tenant: string | null, idempotencyKey: string): Promise<string | null> {
+    return dispatch.keyedTask(this.#db, kind, tenant, idempotencyKey);
+  }
+
   async createDispatchedTask(task: NewTask, items: readonly NewItem[], enqueue: EnqueueWork, trace: Record<string, string> | null): Promise<DispatchedTask> {
     return this.#transaction((tx) => dispatch.insertDispatchedTask(tx, task, items, enqueue, trace));
   }

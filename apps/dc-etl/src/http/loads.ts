@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
-import type { Fanout } from '@fanout/core';
+import { FanoutError, type Fanout } from '@fanout/core';
 import { csvLines, HttpError, receiveUpload, route, textStream, type AuthEnv, type ReceivedFile, type RouteSpec } from '@fanout/http';
 import type { Context } from 'hono';
 import type pg from 'pg';
@@ -168,7 +168,12 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
 
   async function start(c: Context<AuthEnv>, input: { uploadId: string; specId: string; chunkRecords?: number; label?: string }) {
     const tenant = c.get('principal').tenant;
-    const task = await fanout.submit(definition, input, { tenant });
+    const task = await fanout.submit(definition, input, { tenant }).catch((error: unknown) => {
+      // The definition's checkInput (the stored file went meanwhile): said of this request's fields.
+      if (!(error instanceof FanoutError) || !error.issues) throw error;
+      const issues = error.issues.map((i) => ({ ...i, field: i.field === 'input.specId' ? 'body.spec' : 'body.file' }));
+      throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message} (${issues[0]!.rule})`, issues);
+    });
     await pool.query(
       `INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`,
       [task.id, tenant, input.uploadId, input.specId, input.chunkRecords ?? 0],

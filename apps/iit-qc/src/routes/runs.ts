@@ -75,7 +75,7 @@ export function runRoutes({ pool, fanout, definition }: { pool: pg.Pool; fanout:
           // The definition's checkInput: the input's fields are this body's.
           if (!(error instanceof FanoutError) || !error.issues) throw error;
           const issues = error.issues.map((i) => ({ ...i, field: i.field.replace(/^input\./, 'body.') }));
-          throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message}`, issues);
+          throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message} (${issues[0]!.rule})`, issues);
         }
       },
     }),

@@ -49,15 +49,16 @@ interface RunRow {
  * and the rule set is that study's. The manager's snapshot checks again.
  */
 export async function runInputIssues(pool: pg.Pool, tenant: string, input: { studyId: string; ruleSetId: string }): Promise<InputIssue[]> {
-  const { rows } = await pool.query<{ study: boolean; rule_set_study: string | null }>(
+  // Compared as uuids by PostgreSQL: an id may come in either case.
+  const { rows } = await pool.query<{ study: boolean; same_study: boolean | null }>(
     `SELECT EXISTS (SELECT 1 FROM qc_study WHERE id = $1 AND tenant = $2) AS study,
-            (SELECT study_id FROM qc_rule_set WHERE id = $3 AND tenant = $2) AS rule_set_study`,
+            (SELECT study_id = $1::uuid FROM qc_rule_set WHERE id = $3 AND tenant = $2) AS same_study`,
     [input.studyId, tenant, input.ruleSetId],
   );
-  const { study, rule_set_study: ruleSetStudy } = rows[0]!;
+  const { study, same_study: sameStudy } = rows[0]!;
   if (!study) return [{ field: 'studyId', rule: 'not_found', message: `no study ${input.studyId} (of yours)` }];
-  if (ruleSetStudy === null) return [{ field: 'ruleSetId', rule: 'not_found', message: `no rule set ${input.ruleSetId} (of yours)` }];
-  if (ruleSetStudy !== input.studyId) return [{ field: 'ruleSetId', rule: 'other_study', message: 'not a rule set of this study (a rule set belongs to one study: choose one of its own)' }];
+  if (sameStudy === null) return [{ field: 'ruleSetId', rule: 'not_found', message: `no rule set ${input.ruleSetId} (of yours)` }];
+  if (!sameStudy) return [{ field: 'ruleSetId', rule: 'other_study', message: 'not a rule set of this study (a rule set belongs to one study: choose one of its own)' }];
   return [];
 }
 

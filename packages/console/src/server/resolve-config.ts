@@ -180,6 +180,7 @@ export function resolveConfig(config: ConsoleConfig): ResolvedConsoleConfig {
   fields.forEach((f, i) => {
     if (names.has(f.name)) fail(`newTask.fields[${i}].name`, `repeats the name ${JSON.stringify(f.name)}`);
     if (f.kind === 'select' || f.kind === 'multiselect') {
+      if (/[{}]/.test(f.source.path.replace(/\{[A-Za-z0-9_]+\}/g, ''))) fail(`newTask.fields[${i}].source.path`, 'may hold { and } only around a field name of letters, digits and _: {studyId}');
       for (const name of sourceDependencies(f.source.path)) {
         if (f.kind === 'multiselect') fail(`newTask.fields[${i}].source.path`, `names the field {${name}}: only a select's source may name another field`);
         if (!selects.has(name)) fail(`newTask.fields[${i}].source.path`, `names {${name}}, which is not a select field before this one`);

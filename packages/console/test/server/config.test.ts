@@ -37,6 +37,9 @@ describe('resolveConfig', () => {
     expect(resolveConfig({ ...valid, newTask: { ...valid.newTask, fields: [study, ruleSet] } }).newTask.fields).toEqual([study, ruleSet]);
     expect(bad({ newTask: { ...valid.newTask, fields: [ruleSet, study] } })).toThrow('config.newTask.fields[0].source.path names {studyId}, which is not a select field before this one');
     expect(bad({ newTask: { ...valid.newTask, fields: [{ kind: 'text', name: 'studyId', label: 'Study' }, ruleSet] } })).toThrow('config.newTask.fields[1].source.path names {studyId}, which is not a select field before this one');
+    expect(bad({ newTask: { ...valid.newTask, fields: [study, { ...ruleSet, source: { ...ruleSet.source, path: '/studies/{study-id}/rule-sets' } }] } })).toThrow(
+      'config.newTask.fields[1].source.path may hold { and } only around a field name of letters, digits and _: {studyId}',
+    );
     expect(bad({ newTask: { ...valid.newTask, fields: [study, { ...ruleSet, kind: 'multiselect' }] } })).toThrow("config.newTask.fields[1].source.path names the field {studyId}: only a select's source may name another field");
     const panel = { title: 'Rules', source: { path: '/runs/{id}/rules', list: 'rules' }, columns: [{ label: 'Rule', path: 'ruleId' }] };
     expect(bad({ detailPanels: [{ ...panel, source: { path: 'runs', list: 'rules' } }] })).toThrow(/config\.detailPanels\[0\]\.source\.path must be a path on the same origin/);

@@ -156,9 +156,10 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
    * the tenant's, that the rule set belongs to that study. Return the problems found, each naming a
    * field of the input (`ruleSetId`, `documentIds.3`); with any, `submit()` stores nothing and throws
    * a `FanoutError` `invalid_argument` naming the first (`field: 'input.ruleSetId'`) and carrying
-   * them all in `issues` (the HTTP API answers 400 with each as `body.input.ruleSetId`). Runs at
-   * every submit, an idempotent replay's too. What is stored can change between the submit and the
-   * listing, so `listItems` still has to refuse what it cannot use.
+   * them all in `issues` (the HTTP API answers 400 with each as `body.input.ruleSetId`). A replay
+   * of an idempotency key already used is not checked: it answers its task (or a conflict), as
+   * without the hook. What is stored can change between the submit and the listing, so
+   * `listItems` still has to refuse what it cannot use.
    */
   checkInput?(input: z.output<TInputSchema>, ctx: CheckInputContext): Promise<readonly InputIssue[] | void> | readonly InputIssue[] | void;
   /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */

@@ -513,7 +513,8 @@ export class Fanout implements AsyncDisposable {
       throw new FanoutError('invalid_argument', 'idempotencyKey: must be 1-200 visible ASCII characters', { field: 'idempotencyKey' });
     }
     const tenant = options.tenant ?? null;
-    if (def.checkInput) await checkInput(def, parsed, tenant);
+    // A replay answers its task (or a conflict) whatever became of what its input names.
+    if (def.checkInput && !(key !== null && (await this.store.keyedTask?.(def.name, tenant, key)))) await checkInput(def, parsed, tenant);
     const id = uuidv7();
     // A small task's items are listed here and stored with it: no manager job to wait for.
     const items = def.resolved.manager.dispatchAtSubmit > 0 && this.store.createDispatchedTask ? await listAtSubmit(def, parsed, { id, tenant }, this.logger) : null;
@@ -1067,6 +1068,7 @@ export class Fanout implements AsyncDisposable {
 /** The definition's `checkInput`: its problems, if any, thrown as one `invalid_argument` naming them. */
 async function checkInput(definition: AnyFanoutDefinition, input: unknown, tenant: string | null): Promise<void> {
   const found = (await definition.checkInput!(input, { tenant })) ?? [];
+  if (!Array.isArray(found)) throw new TypeError(`definition ${definition.name}: checkInput must return an array of issues ({ field, rule, message }) or nothing`);
   if (found.length === 0) return;
   const issues = found.map((issue) => ({ field: issue.field === '' ? 'input' : `input.${issue.field}`, rule: issue.rule, message: issue.message }));
   const first = issues[0]!;

@@ -509,6 +509,12 @@ export interface FanoutStore {
    * (all or nothing either way). Optional: without it, a submit goes through `createDispatchedTask`.
    */
   createDispatchedTaskAlone?(task: NewTask, items: readonly NewItem[], trace: Record<string, string> | null): Promise<DispatchedTask>;
+  /**
+   * The id of the task an idempotency key was used for (by kind and tenant), or null. `submit()`
+   * asks before a definition's `checkInput`, so a replay answers its task (or a conflict) even
+   * when what it names is gone since. Optional: without it, a replay's input is checked too.
+   */
+  keyedTask?(kind: string, tenant: string | null, idempotencyKey: string): Promise<string | null>;
   getTask(id: string): Promise<TaskRecord | null>;
   listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>>;
   listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>>;

@@ -1168,6 +1168,14 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(other.id).not.toBe(a.id);
         expect((await make('h1', null)).id).toBe(other.id);
         expect((await store.listTasks({ tenant, limit: 10 })).rows).toHaveLength(1);
+        // The task of a key, found by kind, tenant and key (what a submit asks before checking the input).
+        if (store.keyedTask) {
+          expect(await store.keyedTask(kind, tenant, key)).toBe(a.id);
+          expect(await store.keyedTask(kind, null, key)).toBe(other.id);
+          expect(await store.keyedTask(kind, `${tenant}-other`, key)).toBeNull();
+          expect(await store.keyedTask(`${kind}_other`, tenant, key)).toBeNull();
+          expect(await store.keyedTask(kind, tenant, `${key}-unused`)).toBeNull();
+        }
       });
     });
 

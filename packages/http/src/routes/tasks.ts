@@ -31,7 +31,7 @@ function submitRefusal(error: FanoutError): FanoutError | HttpError {
   const where = (field: string) => (field === 'input' || field.startsWith('input.') ? `body.${field}` : `body.options.${field}`);
   const issues = (error.issues ?? [{ field: error.field, rule: error.code, message: error.message.replace(/^[^:]*: /, '') }]).map((i) => ({ ...i, field: where(i.field) }));
   const first = issues[0]!;
-  return new HttpError(400, 'invalid_request', `${first.field}: ${first.message}`, issues);
+  return new HttpError(400, 'invalid_request', `${first.field}: ${first.message} (${first.rule})`, issues);
 }
 
 /** Submit, list, count by status, read. */

@@ -50,6 +50,13 @@ export async function insertTask(tx: PrismaQueryable, task: NewTask, enqueue: En
   return replayedTask(tx, task);
 }
 
+/** The id of the task an idempotency key was used for, by kind and tenant (the key's unique index), or null. */
+export async function keyedTask(db: PrismaQueryable, kind: string, tenant: string | null, key: string): Promise<string | null> {
+  const [row] = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM fanout_task WHERE kind = ${kind} AND COALESCE(tenant, '') = COALESCE(${tenant}::text, '') AND idempotency_key = ${key}::text`;
+  return row?.id ?? null;
+}
+
 /** The task an idempotency key was first used for (the insert of `task` found it), or `conflict` when the key came with another request. */
 async function replayedTask(tx: PrismaQueryable, task: NewTask): Promise<SubmittedTask> {
   const [first] = await tx.$queryRaw<TaskRow[]>`

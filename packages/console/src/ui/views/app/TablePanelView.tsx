@@ -38,6 +38,8 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
   const [error, setError] = useState<string | null>(null);
   // On a task's page, the app's answer that it has nothing of this task (yet): its 404's message.
   const [missing, setMissing] = useState<string | null>(null);
+  const missingRef = useRef(missing);
+  missingRef.current = missing;
   const [busy, setBusy] = useState<string | null>(null);
   const request = useRef<AbortController | null>(null);
   const cursor = cursors[cursors.length - 1] ?? null;
@@ -85,8 +87,8 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
       return;
     }
     // A panel with nothing of the task yet is asked again as the task moves, live or not.
-    if (panel.live || missing !== null) reloadSoon();
-  }, [version, panel.live, missing, reloadSoon]);
+    if (panel.live || missingRef.current !== null) reloadSoon();
+  }, [version, panel.live, reloadSoon]);
 
   const setFilter = (name: string, value: string) => {
     setFilters((f) => ({ ...f, [name]: value }));

@@ -43,7 +43,7 @@ export interface UploadFile {
 export const fileOf = (path: string, name = basename(path)): UploadFile => ({ name, bytes: readFileSync(path) });
 
 /** POST /loads with a file and a spec (multipart), as a client would. */
-export async function postLoad(t: EtlTest, file: UploadFile, spec: string, fields: Record<string, string> = {}, token = TEST_TOKEN.a): Promise<Response> {
+export async function postLoad(t: EtlTest, file: UploadFile, spec: string, fields: Record<string, string> = {}, token: string = TEST_TOKEN.a): Promise<Response> {
   const form = new FormData();
   form.set('spec', spec);
   for (const [k, v] of Object.entries(fields)) form.set(k, v);

@@ -47,7 +47,9 @@ function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
 function response(status: string, spec: ResponseSpec) {
   const description = status.startsWith('2') ? 'success' : 'error';
   if (spec instanceof z.ZodType) return { description, content: { 'application/json': { schema: jsonSchema(spec, 'output') } } };
-  return { description: spec.description ?? description, content: { [spec.contentType]: { schema: { type: 'string' } } } };
+  // A body of a content type alone: a file (a string of bytes), or JSON of no declared shape.
+  const schema = /^application\/([a-z.+-]*\+)?json\b/.test(spec.contentType) ? {} : { type: 'string' };
+  return { description: spec.description ?? description, content: { [spec.contentType]: { schema } } };
 }
 
 /** An OpenAPI 3 document generated from the same zod schemas the routes validate with. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { FanoutError, type Fanout } from '@fanout/core';
-import { csvLines, HttpError, receiveUpload, route, textStream, type AuthEnv, type ReceivedFile, type RouteSpec } from '@fanout/http';
+import { csvLines, errorSchema, HttpError, receiveUpload, route, textStream, type AuthEnv, type ReceivedFile, type RouteSpec } from '@fanout/http';
 import type { Context } from 'hono';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -148,6 +148,9 @@ async function ownedLoad(c: Context<AuthEnv>, pool: pg.Pool, id: string): Promis
 
 const page = <T>(rows: T[], limit: number, offset: number) => ({ rows: rows.slice(0, limit), nextCursor: rows.length > limit ? String(offset + limit) : null });
 
+/** What a multipart upload is refused with: a bad file or field (400), too large (413), not multipart or of an unknown type (415). */
+const MULTIPART_REFUSALS = { 400: errorSchema, 413: errorSchema, 415: errorSchema };
+
 const rejectSchema = z.object({ chunk: z.number(), line: z.number(), column: z.string().nullable(), reason: z.string(), message: z.string(), raw: z.string() });
 const REJECT_COLUMNS = [
   { header: 'line', value: (r: any) => r.line },
@@ -187,7 +190,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       method: 'post',
       path: '/loads',
       summary: 'Start a load: multipart/form-data with the file (CSV, TSV, gzip of either, .xlsx) in "file", the mapping spec (YAML or JSON) in "spec", and optionally "chunkRecords"',
-      responses: { 202: z.object({ id: z.uuid(), status: z.literal('loading'), uploadId: z.uuid(), specId: z.uuid() }) },
+      responses: { 202: z.object({ id: z.uuid(), status: z.literal('loading'), uploadId: z.uuid(), specId: z.uuid() }), ...MULTIPART_REFUSALS },
       async handler(c) {
         const { file, fields } = await receiveUpload(c, { dir: storage.incoming, maxBytes: options.maxUploadBytes, fields: ['spec', 'chunkRecords'] });
         try {
@@ -212,7 +215,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       method: 'post',
       path: '/uploads',
       summary: 'Store a file for a later load (multipart/form-data, field "file"); answers its id and header',
-      responses: { 201: z.object({ uploadId: z.uuid(), filename: z.string(), bytes: z.number(), sha256: z.string(), format: z.string(), encoding: z.string(), header: z.array(z.string()) }) },
+      responses: { 201: z.object({ uploadId: z.uuid(), filename: z.string(), bytes: z.number(), sha256: z.string(), format: z.string(), encoding: z.string(), header: z.array(z.string()) }), ...MULTIPART_REFUSALS },
       async handler(c) {
         const { file } = await receiveUpload(c, { dir: storage.incoming, maxBytes: options.maxUploadBytes });
         try {
@@ -228,7 +231,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       method: 'post',
       path: '/specs',
       summary: 'Store a mapping spec (multipart/form-data, the YAML or JSON file in "file"); a spec that does not parse is refused naming the field',
-      responses: { 201: z.object({ specId: z.uuid(), version: z.string(), target: z.string(), sha256: z.string(), columns: z.array(z.object({ name: z.string(), type: z.string() })) }) },
+      responses: { 201: z.object({ specId: z.uuid(), version: z.string(), target: z.string(), sha256: z.string(), columns: z.array(z.object({ name: z.string(), type: z.string() })) }), ...MULTIPART_REFUSALS },
       async handler(c) {
         const { file } = await receiveUpload(c, { dir: storage.incoming, maxBytes: MAX_SPEC_BYTES });
         try {

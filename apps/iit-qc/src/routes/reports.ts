@@ -1,4 +1,4 @@
-import { HttpError, route, type RouteSpec } from '@fanout/http';
+import { errorSchema, HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { detailRows, reportData, xlsxReport } from '../report/report.ts';
 import { idParams, ownedRun } from './common.ts';
@@ -16,7 +16,7 @@ export function reportRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       path: '/runs/:id/report.xlsx',
       summary: 'The run report as an Excel workbook: Dataset Summary, Issue Summary, Details (capped per rule) and Rules, written while it streams',
       params: idParams,
-      responses: { 200: { contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' }, 409: { contentType: 'application/json' } },
+      responses: { 200: { contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' }, 409: errorSchema },
       async handler(c, { params }) {
         const data = await finished(c, params.id);
         return new Response(xlsxReport(pool, data), {
@@ -29,7 +29,7 @@ export function reportRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       path: '/runs/:id/report.json',
       summary: 'The run report as JSON: the same sheets, details capped per rule',
       params: idParams,
-      responses: { 200: { contentType: 'application/json' }, 409: { contentType: 'application/json' } },
+      responses: { 200: { contentType: 'application/json', description: 'the report: run, datasets, rules, issue summary and details' }, 409: errorSchema },
       async handler(c, { params }) {
         const data = await finished(c, params.id);
         const details = [];

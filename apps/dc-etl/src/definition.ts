@@ -48,7 +48,8 @@ export function etlLoad(options: EtlOptions) {
     result: z.object({ rowsIn: z.int(), clean: z.int(), rejected: z.int(), blank: z.int() }),
     summarize: (input) => input.label ?? `upload ${input.uploadId.slice(0, 8)}`,
     options: { child: { retryLimit: 3, retryDelaySeconds: 1 }, manager: { retryDelaySeconds: 1, pageSize: PLAN_PAGE } },
-    // An upload or a spec that is not the tenant's, or an upload whose file went, is refused at submit.
+    // Refused at submit: an upload or a spec that is not the tenant's, an upload whose file went,
+    // a text file whose format or header does not suit the spec (see loadInputIssues).
     checkInput: (input, { tenant }) => loadInputIssues(options, tenant ?? '', input),
     listItems: (input, ctx) =>
       planLoad(options, ctx.task.id, ctx.task.tenant ?? '', { uploadId: input.uploadId, specId: input.specId, chunkRecords: input.chunkRecords ?? options.chunkRecords }),

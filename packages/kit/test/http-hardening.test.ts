@@ -74,7 +74,7 @@ describe('an API process under hostile requests', () => {
       const res = await fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${TEST_TOKEN.a}` } });
       expect(res.status, path).toBe(404);
       expect(res.headers.get('content-type'), path).toContain('application/json');
-      expect(await res.json()).toEqual({ error: { code: 'not_found', message: expect.stringContaining(path) } });
+      expect(await res.json()).toEqual({ error: { code: 'no_route', message: expect.stringContaining(path) } });
       expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);

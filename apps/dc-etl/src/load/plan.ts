@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { loadDir, uploadKey, type FileStorage } from '../files/storage.ts';
 import { compileSpec, headerIssues, parseSpec, SpecError, type CompiledSpec } from '../spec/compile.ts';
 import { RecordScanner } from '../source/csv.ts';
-import { inspectSource, SourceError, type SourceInfo } from '../source/inspect.ts';
+import { formatOf, inspectSource, SourceError, type SourceInfo } from '../source/inspect.ts';
 import { xlsxToCsv } from '../source/xlsx.ts';
 import type { ChunkItem } from './chunk.ts';
 import type { PreparedSource } from './context.ts';
@@ -88,8 +88,10 @@ export interface PlanDeps {
 
 /**
  * A load's input as a submit checks it (the definition's `checkInput`): the upload and the spec
- * are the tenant's, the upload's file is still stored, and its header has the columns the spec
- * reads (as `POST /loads` checks a file sent with its spec). The manager checks again.
+ * are the tenant's, the upload's file is still stored, and (text, plain or gzip: its first 256 KB)
+ * its header has the columns the spec reads, as `POST /loads` checks a file sent with its spec. A
+ * workbook's header is left to the manager: reading it inflates the workbook. The manager checks
+ * everything again.
  */
 export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { uploadId: string; specId: string }): Promise<InputIssue[]> {
   const { rows } = await deps.pool.query<{ filename: string | null; text: string | null }>(
@@ -103,7 +105,7 @@ export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { u
   if (text === null) issues.push({ field: 'specId', rule: 'not_found', message: `no spec ${input.specId} (of yours)` });
   if (filename === null || text === null) return issues;
   try {
-    await sourceForSpec(deps.storage.path(uploadKey(input.uploadId)), filename, text);
+    await sourceForSpec(deps.storage.path(uploadKey(input.uploadId)), filename, text, { workbooks: false });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [{ field: 'uploadId', rule: 'gone', message: `the upload ${UPLOAD_GONE}` }];
     if (error instanceof SourceError) return [{ field: 'uploadId', rule: error.rule, message: error.message }];
@@ -116,10 +118,16 @@ export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { u
 
 const UPLOAD_GONE = 'is no longer stored (it went with the load that was discarded); upload the file again';
 
-/** The stored file read as the spec says (format, encoding, header), its header checked against the spec's columns. */
-async function sourceForSpec(uploadPath: string, filename: string, specText: string): Promise<{ compiled: CompiledSpec; info: SourceInfo }> {
+/**
+ * The stored file read as the spec says (format, encoding, header), its header checked against the
+ * spec's columns; with `workbooks: false`, an .xlsx file is not read (null info).
+ */
+async function sourceForSpec(uploadPath: string, filename: string, specText: string, options: { workbooks: false }): Promise<{ compiled: CompiledSpec; info: SourceInfo | null }>;
+async function sourceForSpec(uploadPath: string, filename: string, specText: string): Promise<{ compiled: CompiledSpec; info: SourceInfo }>;
+async function sourceForSpec(uploadPath: string, filename: string, specText: string, options?: { workbooks: false }): Promise<{ compiled: CompiledSpec; info: SourceInfo | null }> {
   await stat(uploadPath);
   const compiled = compileSpec(parseSpec(specText));
+  if (options?.workbooks === false && formatOf(filename, compiled.spec.source) === 'xlsx') return { compiled, info: null };
   const info = await inspectSource(uploadPath, filename, compiled.spec.source);
   const issues = headerIssues(compiled, info.header);
   if (issues.length > 0) throw new SpecError(issues);

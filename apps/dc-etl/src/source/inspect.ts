@@ -67,6 +67,8 @@ async function gunzipHead(path: string, bytes: number): Promise<Buffer> {
       if (total >= bytes) break;
     }
   } catch (error) {
+    // A file gone meanwhile is said as such by the caller (its error names the server's path).
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw error;
     if (total === 0) throw new SourceError(`the file is not a readable gzip file (${(error as Error).message})`, 'invalid_gzip');
   } finally {
     stream.destroy();
@@ -91,7 +93,7 @@ function isUtf8(sample: Buffer, complete: boolean): boolean {
   }
 }
 
-function formatOf(filename: string, options: SourceOptions): SourceFormat {
+export function formatOf(filename: string, options: SourceOptions): SourceFormat {
   if (options.format) return options.format;
   const name = filename.toLowerCase().replace(/\.gz$/, '');
   if (name.endsWith('.xlsx')) return 'xlsx';

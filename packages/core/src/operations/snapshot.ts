@@ -13,7 +13,7 @@ export interface OperationsSnapshot {
   queues: { name: string; queued: number; active: number; deferred: number; deadLetter: number }[];
   workers: { id: string; role: string; host: string; pid: number; startedAt: Date; lastSeenAt: Date; alive: boolean; concurrency: number; inFlight: number }[];
   limits: { name: string; kind: 'global' | 'rate'; limit: number; inUse: number; waiting: number; waits: number; waitedMs: number }[];
-  /** Every 10-second bucket of the window, oldest first (an empty one: 0 settled, null quantiles). */
+  /** Every 10-second bucket of the window that has ended, oldest first (an empty one: 0 settled, null quantiles). */
   series: { at: Date; settled: number; failed: number; p50Ms: number | null; p95Ms: number | null }[];
   /** What the maintenance loops of the processes listed repaired since they started. */
   recoveries: RecoveryCounts;
@@ -114,13 +114,14 @@ export async function operationsSnapshot(
 }
 
 /**
- * Every bucket of the window, oldest first, the current one last: the store keeps only buckets in
- * which something settled, and a chart of those alone would join 12:08 to 12:20 as neighbours.
+ * Every bucket of the window, oldest first, up to the last one that has ended: the store keeps only
+ * buckets in which something settled, and a chart of those alone would join 12:08 to 12:20 as
+ * neighbours; the bucket still filling (processes report every 5 s) would read as a fall to 0.
  */
 function denseSeries(points: readonly MetricPoint[], since: number, now: number): OperationsSnapshot['series'] {
   const byBucket = new Map(points.map((p) => [p.bucket.getTime(), p]));
   const series: OperationsSnapshot['series'] = [];
-  for (let at = since; at <= now; at += BUCKET_MS) {
+  for (let at = since; at + BUCKET_MS <= now; at += BUCKET_MS) {
     const p = byBucket.get(at);
     series.push(
       p

@@ -16,10 +16,11 @@ import { operationRoutes } from './operations.ts';
 import { taskReadWriteRoutes } from './tasks.ts';
 
 /**
- * The JSON 404 of a path no route serves. Hono answers unknown paths with the `notFound` of the
- * app that serves them: an app mounting routers gives it this, with `defaultSecurityHeaders()`.
+ * The JSON 404 of a path no route serves, code `no_route` (a thing a route does not find is
+ * `not_found`). Hono answers unknown paths with the `notFound` of the app that serves them: an app
+ * mounting routers gives it this, with `defaultSecurityHeaders()`.
  */
-export const unknownRoute = (c: Context) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404);
+export const unknownRoute = (c: Context) => c.json({ error: { code: 'no_route', message: `no route ${c.req.method} ${c.req.path}` } }, 404);
 
 /**
  * Serves route specs on a router: request ids, the API's security headers, JSON errors (a 500

@@ -1,6 +1,8 @@
 import type { ColumnSpec } from '../../config.ts';
 import { formatCount, formatDateTime, formatDuration } from './format.ts';
 
+const ISO_MOMENT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)$/;
+
 /** The value at a dotted path (`snapshot.filename`, `result.fields.0`), or undefined. */
 export function valueAt(root: unknown, path: string): unknown {
   let value: unknown = root;
@@ -23,7 +25,8 @@ export function formatColumn(root: unknown, column: ColumnSpec): string {
     case 'json':
       return JSON.stringify(value);
     case 'datetime':
-      return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? formatDateTime(value) : String(value);
+      // Only a full ISO date and time with its zone: a date alone, or a time without a zone, is not a moment.
+      return typeof value === 'string' && ISO_MOMENT.test(value) && !Number.isNaN(Date.parse(value)) ? formatDateTime(value) : String(value);
     default:
       return typeof value === 'object' ? JSON.stringify(value) : String(value);
   }

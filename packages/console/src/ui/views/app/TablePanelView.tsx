@@ -40,6 +40,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
   const [missing, setMissing] = useState<string | null>(null);
   const missingRef = useRef(missing);
   missingRef.current = missing;
+  // (The effect below asks again on `version` only: a 404 whose message changes is not a reason.)
   const [busy, setBusy] = useState<string | null>(null);
   const request = useRef<AbortController | null>(null);
   const cursor = cursors[cursors.length - 1] ?? null;
@@ -51,6 +52,7 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
     if (panel.filters?.some((f) => f.required && !filters[f.name]?.trim())) {
       setPage({ rows: [], nextCursor: null });
       setError(null);
+      setMissing(null);
       return;
     }
     const controller = new AbortController();
@@ -65,12 +67,14 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
       if (isAbort(e)) return;
       // What an app keeps of a task is made by its manager: a queued task has none yet, and one
       // whose manager failed never will. Said as the app says it, not as a failure to load.
-      if (taskId !== undefined && e instanceof ApiError && e.status === 404) {
+      // (A path no route serves, `no_route`, is the console's configuration's mistake: an error.)
+      if (taskId !== undefined && e instanceof ApiError && e.status === 404 && e.code !== 'no_route') {
         setPage({ rows: [], nextCursor: null });
         setMissing(e.message);
         setError(null);
         return;
       }
+      setMissing(null);
       setError(describeError(e));
     }
   }, [api, base, filters, cursor, panel.source.list, panel.filters, taskId]);

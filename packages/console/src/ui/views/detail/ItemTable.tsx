@@ -80,8 +80,8 @@ export function ItemTable({ task, items, columns, expanded, toggle, retrying, re
                   <td class="wrap error-cell">
                     {item.error ? (
                       <>
-                        {/* A succeeded or running item keeps the error of an attempt before it. */}
-                        {item.status === 'failed' || item.status === 'cancelled' ? null : <span class="hint">Attempt before: </span>}
+                        {/* Any item but a failed one shows the error of an attempt before (a cancel writes none). */}
+                        {item.status === 'failed' ? null : <span class="hint">{item.error.attempt ? `Attempt ${item.error.attempt}: ` : 'An earlier attempt: '}</span>}
                         <code>{item.error.code}</code> {item.error.message}
                         {item.error.retryable === false ? <span class="hint"> (permanent)</span> : null}
                       </>

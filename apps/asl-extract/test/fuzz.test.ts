@@ -1,4 +1,4 @@
-import { fuzzOpenApi, TEST_TOKEN } from '@fanout/kit/testing';
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSampleLibrary } from '../src/library/sample.ts';
@@ -34,14 +34,10 @@ afterAll(async () => {
 
 describe('the ASL API, fuzzed', () => {
   it('every route answers a documented status with a documented body, never a 5xx, never another tenant’s papers', async () => {
-    const run = await fuzzOpenApi({
-      baseUrl: t.apiUrl!,
-      documentPath: '/api/asl/openapi.json',
-      tokens: { mine: TEST_TOKEN.b, other: TEST_TOKEN.a, operator: TEST_TOKEN.ops },
+    const run = await t.fuzz({
       secrets,
       pathValues: { id: [...ids.a.tasks, ...ids.b.tasks], itemId: [...ids.a.items, ...ids.b.items] },
       queryValues: { task: [...ids.a.tasks, ...ids.b.tasks] },
-      seed: Number(process.env.FANOUT_FUZZ_SEED ?? 20261130),
       runs: { plain: 15, withInput: 80 },
     });
     expect(run.operations).toBeGreaterThan(25);

@@ -1,4 +1,4 @@
-import { fuzzOpenApi, TEST_TOKEN } from '@fanout/kit/testing';
+import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataPath, etlTest, fileOf, postLoad, specText, type EtlTest } from './harness.ts';
@@ -32,16 +32,7 @@ afterAll(async () => {
 
 describe('the ETL API, fuzzed', () => {
   it('every route answers a documented status with a documented body, never a 5xx, never another tenant’s data', async () => {
-    const run = await fuzzOpenApi({
-      baseUrl: t.apiUrl!,
-      documentPath: '/api/etl/openapi.json',
-      tokens: { mine: TEST_TOKEN.b, other: TEST_TOKEN.a, operator: TEST_TOKEN.ops },
-      secrets,
-      pathValues: { id: [...ids.a, ...ids.b], itemId: [] },
-      queryValues: { task: [...ids.a, ...ids.b] },
-      seed: Number(process.env.FANOUT_FUZZ_SEED ?? 20261130),
-      runs: { plain: 15, withInput: 60 },
-    });
+    const run = await t.fuzz({ secrets, pathValues: { id: [...ids.a, ...ids.b], itemId: [] }, queryValues: { task: [...ids.a, ...ids.b] }, runs: { plain: 15, withInput: 60 } });
     expect(run.operations).toBeGreaterThan(25);
     expect(run.requests).toBeGreaterThan(800);
   }, 300_000);

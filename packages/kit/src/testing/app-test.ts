@@ -5,6 +5,7 @@ import type { AppServices, AppSpec } from '../app/define-app.ts';
 import { loadEnv, type EnvShape } from '../config/env.ts';
 import type { AppPrismaClient } from '../database/prisma-runtime.ts';
 import { apiPrefix } from '../http/app-http.ts';
+import { fuzzOpenApi, type FuzzOptions } from './fuzz.ts';
 
 // From the sources (tests, the dev-source condition) or from the build.
 const entry = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../process/entry.ts' : './process/entry.js', import.meta.url));
@@ -40,6 +41,12 @@ export interface AppTest<P extends AppPrismaClient, E extends EnvShape, S extend
   workers(count: number, env?: Record<string, string | number>): Promise<PodProcess[]>;
   /** A request to the API process under the app's prefix, with `TEST_TOKEN.a` unless told otherwise (null: none). */
   call(method: string, path: string, options?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
+  /**
+   * `fuzzOpenApi` over the API process's own document: tenant B (`TEST_TOKEN.b`) sends most
+   * requests, tenant A's `secrets` must never reach it, the operator and no one too; the seed is
+   * `FANOUT_FUZZ_SEED` when set.
+   */
+  fuzz(options: Pick<FuzzOptions, 'secrets' | 'pathValues' | 'queryValues' | 'runs' | 'skip'>): Promise<{ operations: number; requests: number }>;
 }
 
 /**
@@ -95,6 +102,16 @@ export async function appTest<P extends AppPrismaClient, E extends EnvShape, S e
         method,
         headers,
         ...(callOptions.body !== undefined ? { body: JSON.stringify(callOptions.body) } : {}),
+      });
+    },
+    async fuzz(fuzzOptions) {
+      if (!apiUrl) throw new Error('start the API process first: await t.api()');
+      return fuzzOpenApi({
+        ...fuzzOptions,
+        baseUrl: apiUrl,
+        documentPath: `${apiPrefix(app.name)}/openapi.json`,
+        tokens: { mine: TEST_TOKEN.b, other: TEST_TOKEN.a, operator: TEST_TOKEN.ops },
+        ...(process.env.FANOUT_FUZZ_SEED ? { seed: Number(process.env.FANOUT_FUZZ_SEED) } : {}),
       });
     },
     async [Symbol.asyncDispose]() {

@@ -58,6 +58,12 @@ export function validationError(where: 'body' | 'query' | 'params', error: z.Zod
   return new HttpError(400, 'invalid_request', first ? `${first.field}: ${first.message} (${first.rule})` : `${where}: invalid`, issues);
 }
 
+/** A 400 `invalid_request` listing the issues, its message the first's: `body.input.ruleSetId: not a rule set of this study (other_study)`. */
+export function invalidRequest(issues: readonly Issue[]): HttpError {
+  const first = issues[0]!;
+  return new HttpError(400, 'invalid_request', `${first.field}: ${first.message} (${first.rule})`, [...issues]);
+}
+
 /** A Fanout error's issues as the answer lists them (its own, or one for its field), if it names any. */
 function fanoutIssues(error: FanoutError): Issue[] | undefined {
   if (error.issues) return error.issues.map((issue) => ({ ...issue }));
@@ -82,9 +88,8 @@ export function errorResponse(c: Context, error: unknown, log: (message: string,
     return c.json(body, error.status, error.headers);
   }
   if (error instanceof FanoutError) {
-    const body: ErrorBody = {
-      error: { code: error.code, message: error.message, ...(fanoutIssues(error) ? { issues: fanoutIssues(error) } : {}) },
-    };
+    const issues = fanoutIssues(error);
+    const body: ErrorBody = { error: { code: error.code, message: error.message, ...(issues ? { issues } : {}) } };
     return c.json(body, STATUS_OF[error.code], error.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) });
   }
   if ((error as { name?: string })?.name === 'ZodError') return errorResponse(c, validationError('body', error as z.ZodError), log);

@@ -9,7 +9,7 @@ export { DEFAULT_BODY_LIMIT_BYTES, readJsonBody } from './request/json-body.ts';
 export { requestId, requestIdOf } from './request/request-id.ts';
 export { API_CONTENT_SECURITY_POLICY, apiSecurityHeaders, defaultSecurityHeaders } from './request/security-headers.ts';
 export { StreamLimit } from './routes/stream-limit.ts';
-export { errorResponse, HttpError, STATUS_OF, validationError } from './errors.ts';
+export { errorResponse, HttpError, invalidRequest, STATUS_OF, validationError } from './errors.ts';
 export type { ErrorBody, Issue } from './errors.ts';
 export { openApiDocument, responsesOf } from './openapi.ts';
 export * from './schemas.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { FanoutError, type Fanout } from '@fanout/core';
-import { csvLines, errorSchema, HttpError, receiveUpload, route, textStream, type AuthEnv, type ReceivedFile, type RouteSpec } from '@fanout/http';
+import { csvLines, errorSchema, HttpError, invalidRequest, receiveUpload, route, textStream, type AuthEnv, type ReceivedFile, type RouteSpec } from '@fanout/http';
 import type { Context } from 'hono';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -174,8 +174,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
     const task = await fanout.submit(definition, input, { tenant }).catch((error: unknown) => {
       // The definition's checkInput (the stored file went meanwhile): said of this request's fields.
       if (!(error instanceof FanoutError) || !error.issues) throw error;
-      const issues = error.issues.map((i) => ({ ...i, field: i.field === 'input.specId' ? 'body.spec' : 'body.file' }));
-      throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message} (${issues[0]!.rule})`, issues);
+      throw invalidRequest(error.issues.map((i) => ({ ...i, field: i.field === 'input.specId' ? 'body.spec' : 'body.file' })));
     });
     await pool.query(
       `INSERT INTO etl_load (id, tenant, upload_id, spec_id, status, chunk_records) VALUES ($1, $2, $3, $4, 'loading', $5) ON CONFLICT (id) DO NOTHING`,

@@ -1,5 +1,5 @@
 import { FanoutError, type Fanout } from '@fanout/core';
-import { errorSchema, HttpError, route, type RouteSpec } from '@fanout/http';
+import { errorSchema, invalidRequest, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { QcDefinition } from '../definition.ts';
@@ -74,8 +74,7 @@ export function runRoutes({ pool, fanout, definition }: { pool: pg.Pool; fanout:
         } catch (error) {
           // The definition's checkInput: the input's fields are this body's.
           if (!(error instanceof FanoutError) || !error.issues) throw error;
-          const issues = error.issues.map((i) => ({ ...i, field: i.field.replace(/^input\./, 'body.') }));
-          throw new HttpError(400, 'invalid_request', `${issues[0]!.field}: ${issues[0]!.message} (${issues[0]!.rule})`, issues);
+          throw invalidRequest(error.issues.map((i) => ({ ...i, field: i.field.replace(/^input\./, 'body.') })));
         }
       },
     }),

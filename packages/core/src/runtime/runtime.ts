@@ -1064,7 +1064,6 @@ export class Fanout implements AsyncDisposable {
   }
 }
 
-/** The definition's summary of an input, cut to 200 characters; a failing `summarize` is logged, not thrown. */
 /** The definition's `checkInput`: its problems, if any, thrown as one `invalid_argument` naming them. */
 async function checkInput(definition: AnyFanoutDefinition, input: unknown, tenant: string | null): Promise<void> {
   const found = (await definition.checkInput!(input, { tenant })) ?? [];
@@ -1075,6 +1074,7 @@ async function checkInput(definition: AnyFanoutDefinition, input: unknown, tenan
   throw new FanoutError('invalid_argument', `${first.field}: ${first.message}`, { field: first.field, issues });
 }
 
+/** The definition's summary of an input, cut to 200 characters; a failing `summarize` is logged, not thrown. */
 function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logger): string | null {
   if (!definition.summarize) return null;
   try {

@@ -1,6 +1,6 @@
 import { FanoutError, type TaskStatus } from '@fanout/core';
 import { z } from 'zod';
-import { HttpError } from '../errors.ts';
+import { HttpError, invalidRequest } from '../errors.ts';
 import { route, type RouteSpec } from '../route.ts';
 import { errorSchema, listTasksQuery, submitOptionsSchema, submittedSchema, taskIdParams, taskPageSchema, taskSummarySchema, taskViewSchema } from '../schemas.ts';
 import { taskView } from '../views.ts';
@@ -29,9 +29,7 @@ export async function withQuery<T>(read: () => Promise<T>): Promise<T> {
 function submitRefusal(error: FanoutError): FanoutError | HttpError {
   if (error.code !== 'invalid_argument' || !error.field) return error;
   const where = (field: string) => (field === 'input' || field.startsWith('input.') ? `body.${field}` : `body.options.${field}`);
-  const issues = (error.issues ?? [{ field: error.field, rule: error.code, message: error.message.replace(/^[^:]*: /, '') }]).map((i) => ({ ...i, field: where(i.field) }));
-  const first = issues[0]!;
-  return new HttpError(400, 'invalid_request', `${first.field}: ${first.message} (${first.rule})`, issues);
+  return invalidRequest((error.issues ?? [{ field: error.field, rule: error.code, message: error.message.replace(/^[^:]*: /, '') }]).map((i) => ({ ...i, field: where(i.field) })));
 }
 
 /** Submit, list, count by status, read. */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { artifactsDir, firstScreenBytes, launchBrowser, seriousViolations, type Browser, type BrowserContext, type Page, type PageElement } from '@fanout/browser-testing';
+import { artifactsDir, firstScreenBytes, launchBrowser, seriousViolations, signIn, type Browser, type BrowserContext, type Page, type PageElement } from '@fanout/browser-testing';
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,11 +76,7 @@ afterAll(async () => {
 
 async function signedIn(context: BrowserContext, token: string = TEST_TOKEN.a): Promise<Page> {
   const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e: Error) => errors.push(e.message));
-  (page as Page & { errors: string[] }).errors = errors;
-  await page.goto(`${t.apiUrl}/#token=${token}`);
-  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  (page as Page & { errors: string[] }).errors = await signIn(page, t.apiUrl!, token);
   return page;
 }
 

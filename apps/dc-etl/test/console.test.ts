@@ -1,6 +1,6 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { join } from 'node:path';
-import { artifactsDir, launchBrowser, seriousViolations } from '@fanout/browser-testing';
+import { artifactsDir, launchBrowser, seriousViolations, signIn } from '@fanout/browser-testing';
 import { describe, expect, it } from 'vitest';
 import { dataPath, etlTest, fileOf, json, runLoad, specText } from './harness.ts';
 
@@ -17,10 +17,7 @@ describe('the ETL console', () => {
     try {
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e: Error) => errors.push(e.message));
-      await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-      await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+      const errors = await signIn(page, t.apiUrl!, TEST_TOKEN.a);
       await page.goto(`${t.apiUrl}/#/tasks/${load.id}`);
       page.setDefaultTimeout(20_000);
       const overview = page.getByRole('region', { name: 'Load, table' });

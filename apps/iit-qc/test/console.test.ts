@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifactsDir, launchBrowser, seriousViolations, type Browser, type Page, type PageElement } from '@fanout/browser-testing';
+import { artifactsDir, launchBrowser, seriousViolations, signIn, type Browser, type Page, type PageElement } from '@fanout/browser-testing';
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { waitFor } from '@fanout/testdb';
 import ExcelJS from 'exceljs';
@@ -46,10 +46,8 @@ afterAll(async () => {
 });
 
 async function signedIn(page: Page, errors: string[]) {
-  page.on('pageerror', (e: Error) => errors.push(e.message));
   page.setDefaultTimeout(20_000);
-  await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  await signIn(page, t.apiUrl!, TEST_TOKEN.a, errors);
 }
 
 async function accessible(page: Page, view: string, shot: string) {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { artifactsDir, launchBrowser, seriousViolations, type Browser } from '@fanout/browser-testing';
+import { artifactsDir, launchBrowser, seriousViolations, signIn, type Browser } from '@fanout/browser-testing';
 import { waitFor } from '@fanout/testdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appTest, TEST_TOKEN, type AppTestOf } from '../src/testing/index.ts';
@@ -26,10 +26,7 @@ afterAll(async () => {
 async function openTask(id: string) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e: Error) => errors.push(e.message));
-  await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  const errors = await signIn(page, t.apiUrl!, TEST_TOKEN.a);
   await page.goto(`${t.apiUrl}/#/tasks/${id}`);
   return { context, page, errors };
 }
@@ -106,14 +103,11 @@ describe('a task whose items retention deleted', () => {
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
-    const errors: string[] = [];
     const refused: string[] = [];
-    page.on('pageerror', (e: Error) => errors.push(e.message));
     page.on('response', (r) => {
       if (r.status() === 410) refused.push(new URL(r.url()).pathname);
     });
-    await page.goto(`${t.apiUrl}/#token=${TEST_TOKEN.a}`);
-    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+    const errors = await signIn(page, t.apiUrl!, TEST_TOKEN.a);
     await page.locator(`li.task-row[data-task-id="${id}"]`).waitFor();
     await page.goto(`${t.apiUrl}/#/tasks/${id}`);
     await page.getByRole('note').filter({ hasText: /Its items and their logs were deleted by retention on .*; the task's counts above stay\./ }).waitFor();

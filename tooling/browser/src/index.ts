@@ -60,6 +60,18 @@ export async function firstScreenBytes(page: Page): Promise<number> {
   })()`);
 }
 
+/**
+ * Signs `page` in to the console served at `baseUrl` with `token` (the token in the address's
+ * fragment, as the console prints it) and waits for the task list. Returns the page's script errors
+ * as they come (pushed into `errors` when given): a test expects none.
+ */
+export async function signIn(page: Page, baseUrl: string, token: string, errors: string[] = []): Promise<string[]> {
+  page.on('pageerror', (e: Error) => errors.push(e.message));
+  await page.goto(`${baseUrl}/#token=${token}`);
+  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  return errors;
+}
+
 export type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /** What a test reads of an element in the page (the test files are compiled without the DOM's types). */

@@ -104,8 +104,11 @@ export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { u
   if (filename === null) issues.push({ field: 'uploadId', rule: 'not_found', message: `no upload ${input.uploadId} (of yours)` });
   if (text === null) issues.push({ field: 'specId', rule: 'not_found', message: `no spec ${input.specId} (of yours)` });
   if (filename === null || text === null) return issues;
+  const uploadPath = deps.storage.path(uploadKey(input.uploadId));
   try {
-    await sourceForSpec(deps.storage.path(uploadKey(input.uploadId)), filename, text, { workbooks: false });
+    await stat(uploadPath);
+    const compiled = compileSpec(parseSpec(text));
+    if (formatOf(filename, compiled.spec.source) !== 'xlsx') await sourceForSpec(uploadPath, filename, compiled);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [{ field: 'uploadId', rule: 'gone', message: `the upload ${UPLOAD_GONE}` }];
     if (error instanceof SourceError) return [{ field: 'uploadId', rule: error.rule, message: error.message }];
@@ -118,20 +121,12 @@ export async function loadInputIssues(deps: PlanDeps, tenant: string, input: { u
 
 const UPLOAD_GONE = 'is no longer stored (it went with the load that was discarded); upload the file again';
 
-/**
- * The stored file read as the spec says (format, encoding, header), its header checked against the
- * spec's columns; with `workbooks: false`, an .xlsx file is not read (null info).
- */
-async function sourceForSpec(uploadPath: string, filename: string, specText: string, options: { workbooks: false }): Promise<{ compiled: CompiledSpec; info: SourceInfo | null }>;
-async function sourceForSpec(uploadPath: string, filename: string, specText: string): Promise<{ compiled: CompiledSpec; info: SourceInfo }>;
-async function sourceForSpec(uploadPath: string, filename: string, specText: string, options?: { workbooks: false }): Promise<{ compiled: CompiledSpec; info: SourceInfo | null }> {
-  await stat(uploadPath);
-  const compiled = compileSpec(parseSpec(specText));
-  if (options?.workbooks === false && formatOf(filename, compiled.spec.source) === 'xlsx') return { compiled, info: null };
+/** The stored file read as the spec says (format, encoding, header), its header checked against the spec's columns. */
+async function sourceForSpec(uploadPath: string, filename: string, compiled: CompiledSpec): Promise<SourceInfo> {
   const info = await inspectSource(uploadPath, filename, compiled.spec.source);
   const issues = headerIssues(compiled, info.header);
   if (issues.length > 0) throw new SpecError(issues);
-  return { compiled, info };
+  return info;
 }
 
 /**
@@ -164,7 +159,9 @@ export async function* planLoad(deps: PlanDeps, loadId: string, tenant: string, 
   const uploadGone = (error: unknown) =>
     (error as NodeJS.ErrnoException).code === 'ENOENT' ? new PermanentError(`the upload ${input.uploadId} ${UPLOAD_GONE}`, { code: 'upload_gone' }) : error;
   try {
-    ({ compiled, info } = await sourceForSpec(uploadPath, row.filename, row.text));
+    await stat(uploadPath);
+    compiled = compileSpec(parseSpec(row.text));
+    info = await sourceForSpec(uploadPath, row.filename, compiled);
   } catch (error) {
     if (error instanceof SpecError) throw new PermanentError(`${error.message}${error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ''}`, { code: 'invalid_spec' });
     if (error instanceof SourceError) throw new PermanentError(error.message, { code: error.rule });

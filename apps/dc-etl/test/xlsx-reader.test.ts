@@ -44,6 +44,32 @@ describe('reading .xlsx workbooks as streams', () => {
     }
   });
 
+  it('a read that stops at the header removes the temporary copies of the sheets and closes every file', async () => {
+    // The reader copies a sheet stored before the shared strings to a temporary file and reads it
+    // once they are in. A header read stops early: unpatched, those copies stayed in the
+    // temporary directory with a descriptor open each until the process ended (two a read here),
+    // in the API process at every workbook uploaded and in the manager at every load of one.
+    const path = dataPath('medicaldata/messy_uc.xlsx');
+    const copies = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`tmp-${process.pid}-`));
+    const openFiles = () => readdirSync('/proc/self/fd').map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+    const before = openFiles().length;
+    for (let i = 0; i < 10; i++) {
+      await readXlsxHeader(path, 'Data', 7);
+      await readXlsxHeader(path, null, 1);
+      await expect(readXlsxHeader(path, 'Nope', 1)).rejects.toMatchObject({ rule: 'unknown_sheet' });
+    }
+    // The descriptors are closed as the streams end, a turn or two after the read returns.
+    await expect.poll(() => copies(), { timeout: 5_000 }).toEqual([]);
+    await expect.poll(() => openFiles().filter((target) => target.includes('messy_uc.xlsx') || target.includes(`${tmpdir()}/tmp-`)), { timeout: 5_000 }).toEqual([]);
+    expect(openFiles().length).toBeLessThanOrEqual(before + 2);
+  });
+
   it('a workbook refused while it is written out leaves no file open (the manager lives on)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'xlsx-out-'));
     try {

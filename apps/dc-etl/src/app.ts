@@ -131,8 +131,16 @@ export default defineApp({
       },
     ],
     taskActions: [
-      { label: 'Publish', method: 'POST', path: '/loads/{id}/publish', when: ['completed'], confirm: 'Publish this load to its target table?' },
-      { label: 'Discard', method: 'POST', path: '/loads/{id}/discard', when: ['completed', 'failed', 'cancelled'], confirm: 'Discard this load? Its published rows, staging, rejects and files are removed.' },
+      // As the load's own status allows: a load over its reject limit is failed although its task completed.
+      { label: 'Publish', method: 'POST', path: '/loads/{id}/publish', when: ['completed'], whenApp: { path: '/loads/{id}', field: 'status', values: ['ready'] }, confirm: 'Publish this load to its target table?' },
+      {
+        label: 'Discard',
+        method: 'POST',
+        path: '/loads/{id}/discard',
+        when: ['completed', 'failed', 'cancelled'],
+        whenApp: { path: '/loads/{id}', field: 'status', values: ['ready', 'published', 'failed'] },
+        confirm: 'Discard this load? Its published rows, staging, rejects and files are removed.',
+      },
     ],
     pages: [
       {

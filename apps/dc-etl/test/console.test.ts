@@ -1,6 +1,7 @@
 import { TEST_TOKEN } from '@fanout/kit/testing';
 import { join } from 'node:path';
 import { artifactsDir, launchBrowser, seriousViolations, signIn } from '@fanout/browser-testing';
+import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
 import { dataPath, etlTest, fileOf, json, runLoad, specText } from './harness.ts';
 
@@ -30,6 +31,9 @@ describe('the ETL console', () => {
       await page.getByRole('region', { name: 'Column profile, table' }).getByText('payor_group').waitFor();
       await page.screenshot({ path: join(shots, '1-load.png'), fullPage: true });
       expect(await seriousViolations(page)).toEqual([]);
+      // The task's buttons follow the load's own status: a published load is not offered again.
+      await page.getByRole('button', { name: /^Discard: task/ }).waitFor();
+      expect(await page.getByRole('button', { name: /^Publish: task/ }).count()).toBe(0);
 
       await page.getByRole('link', { name: 'Loads' }).click();
       await page.getByRole('region', { name: 'All loads, table' }).getByText('covid_testing_deid.csv.gz').waitFor();
@@ -39,6 +43,23 @@ describe('the ETL console', () => {
       await page.getByRole('region', { name: 'All loads, table' }).getByRole('link', { name: load.id }).click();
       await page.getByRole('region', { name: 'Load, table' }).getByText('published', { exact: true }).waitFor();
       expect(new URL(page.url()).hash).toBe(`#/tasks/${load.id}`);
+
+      // A load held for publishing: Publish is offered while it is ready, and once it ran the
+      // load's panel says published without a reload and the button is gone.
+      const held = await runLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml', { publish: { auto: false } }), { chunkRecords: '8000' });
+      expect(held.status).toBe('ready');
+      await page.goto(`${t.apiUrl}/#/tasks/${held.id}`);
+      const heldOverview = page.getByRole('region', { name: 'Load, table' });
+      await heldOverview.getByText('ready', { exact: true }).waitFor();
+      await page.getByRole('button', { name: /^Publish: task/ }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Publish' }).click();
+      await page.getByText(/^Publish: task .* done\.$/).waitFor();
+      await heldOverview.getByText('published', { exact: true }).waitFor();
+      await waitFor(async () => (await page.getByRole('button', { name: /^Publish: task/ }).count()) === 0, { message: 'the Publish button gone' });
+      await page.getByRole('button', { name: /^Discard: task/ }).waitFor();
+      await page.screenshot({ path: join(shots, '3-published-by-hand.png'), fullPage: true });
+      expect(await seriousViolations(page)).toEqual([]);
+      expect((await json(t.call('GET', `/loads/${held.id}`))).status).toBe('published');
       expect(errors).toEqual([]);
       await context.close();
     } catch (error) {

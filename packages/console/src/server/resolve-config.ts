@@ -140,6 +140,13 @@ function taskAction(value: unknown, at: string): TaskActionSpec {
   method(a.method, `${at}.method`);
   if (!path(a.path, `${at}.path`).includes('{id}')) fail(`${at}.path`, 'must contain the {id} placeholder');
   if (a.when !== undefined) strings(a.when, `${at}.when`);
+  if (a.whenApp !== undefined) {
+    if (typeof a.whenApp !== 'object' || a.whenApp === null) fail(`${at}.whenApp`, 'must be an object { path, field, values }');
+    if (!path(a.whenApp.path, `${at}.whenApp.path`).includes('{id}')) fail(`${at}.whenApp.path`, 'must contain the {id} placeholder');
+    if (/\{(?!id\})/.test(a.whenApp.path)) fail(`${at}.whenApp.path`, 'may hold no placeholder but {id}');
+    text(a.whenApp.field, `${at}.whenApp.field`);
+    strings(a.whenApp.values, `${at}.whenApp.values`);
+  }
   if (a.confirm !== undefined) text(a.confirm, `${at}.confirm`);
   return a;
 }

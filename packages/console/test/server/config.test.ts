@@ -48,6 +48,14 @@ describe('resolveConfig', () => {
     expect(bad({ detailPanels: [{ ...panel, rowName: 'subject' }] })).toThrow('config.detailPanels[0].rowName must be an array of strings');
     expect(bad({ detailPanels: [{ ...panel, filters: [{ name: 'subject', label: 'Subject', required: 'yes' }] }] })).toThrow('config.detailPanels[0].filters[0].required must be true or false');
     expect(bad({ taskActions: [{ label: 'Publish', method: 'POST', path: '/loads/publish' }] })).toThrow('config.taskActions[0].path must contain the {id} placeholder');
+    const publish = { label: 'Publish', method: 'POST', path: '/loads/{id}/publish' };
+    expect(bad({ taskActions: [{ ...publish, whenApp: 'ready' }] })).toThrow('config.taskActions[0].whenApp must be an object { path, field, values }');
+    expect(bad({ taskActions: [{ ...publish, whenApp: { path: '/loads', field: 'status', values: ['ready'] } }] })).toThrow('config.taskActions[0].whenApp.path must contain the {id} placeholder');
+    expect(bad({ taskActions: [{ ...publish, whenApp: { path: '/loads/{id}/{part}', field: 'status', values: ['ready'] } }] })).toThrow('config.taskActions[0].whenApp.path may hold no placeholder but {id}');
+    expect(bad({ taskActions: [{ ...publish, whenApp: { path: 'loads/{id}', field: 'status', values: ['ready'] } }] })).toThrow(/config\.taskActions\[0\]\.whenApp\.path must be a path on the same origin/);
+    expect(bad({ taskActions: [{ ...publish, whenApp: { path: '/loads/{id}', field: '', values: ['ready'] } }] })).toThrow('config.taskActions[0].whenApp.field must be a non-empty string');
+    expect(bad({ taskActions: [{ ...publish, whenApp: { path: '/loads/{id}', field: 'status', values: 'ready' } }] })).toThrow('config.taskActions[0].whenApp.values must be an array of strings');
+    expect(resolveConfig({ ...valid, taskActions: [{ ...publish, whenApp: { path: '/loads/{id}', field: 'status', values: ['ready'] } }] as ConsoleConfig['taskActions'] }).taskActions[0]!.whenApp).toEqual({ path: '/loads/{id}', field: 'status', values: ['ready'] });
     expect(bad({ pages: [{ title: 'Queries', slug: 'Queries!', panels: [] }] })).toThrow('config.pages[0].slug must match [a-z0-9-]+');
     expect(resolveConfig({ ...valid, detailPanels: [panel] }).detailPanels).toEqual([{ ...panel, filters: [], rowActions: [], live: false, empty: 'Nothing to show.' }]);
   });

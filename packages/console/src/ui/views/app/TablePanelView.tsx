@@ -26,10 +26,12 @@ function rowName(panel: TablePanel, row: Row, index: number): string {
 
 /**
  * A table of the app's own data, from one of its routes: filters as query parameters, pages by
- * `nextCursor`, a button per row action. On a task's page `{id}` is the task's id, and a `live`
- * panel is asked again (at most every 2 s) while the task's counters move (`version`).
+ * `nextCursor`, a button per row action. On a task's page `{id}` is the task's id, a `live` panel
+ * is asked again (at most every 2 s) while the task's counters move (`version`), and every panel
+ * as soon as one of the app's actions on the task ran (`appTurn`; a row action here says so by
+ * `appDone`).
  */
-export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; taskId?: string; version?: string }) {
+export function TablePanelView({ panel, taskId, version, appTurn, appDone }: { panel: TablePanel; taskId?: string; version?: string; appTurn?: number; appDone?(): void }) {
   const { api, toast, confirm, ask } = useApp();
   const headingId = useId();
   const [filters, setFilters] = useState<Record<string, string>>({});
@@ -93,6 +95,12 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
     // A panel with nothing of the task yet is asked again as the task moves, live or not.
     if (panel.live || missingRef.current !== null) reloadSoon();
   }, [version, panel.live, reloadSoon]);
+  const turnSeen = useRef(appTurn);
+  useEffect(() => {
+    if (turnSeen.current === appTurn) return;
+    turnSeen.current = appTurn;
+    void load();
+  }, [appTurn, load]);
 
   const setFilter = (name: string, value: string) => {
     setFilters((f) => ({ ...f, [name]: value }));
@@ -117,7 +125,8 @@ export function TablePanelView({ panel, taskId, version }: { panel: TablePanel; 
     try {
       await api.send(action.method, path, text === null ? undefined : { text });
       toast({ text: `${action.label}: done.` });
-      void load();
+      if (appDone) appDone();
+      else void load();
     } catch (e) {
       toast({ kind: 'error', text: `${action.label} failed: ${describeError(e)}` });
     } finally {

@@ -1,13 +1,52 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { TaskActionSpec } from '../../../config.ts';
+import { isAbort } from '../../api/errors.ts';
 import type { ItemCounts, TaskView } from '../../api/types.ts';
 import { useApp } from '../../app-context.ts';
 import { useFocusKeeper } from '../../hooks.ts';
+import { valueAt } from '../../state/columns.ts';
 import { formatCount, shortId } from '../../state/format.ts';
 import { canArchive, canCancel, canDelete, canExport, canRetryFailed } from '../../state/status.ts';
+import { fillPath } from '../../state/template.ts';
 import { useTaskActions, type Busy } from '../task-actions.ts';
 
-/** What can be done with the task now; an action that does not apply is not offered. */
-export function TaskActions({ task, counts, done }: { task: TaskView; counts: ItemCounts | null; done(): void }) {
+/**
+ * The app's answers that the offered actions' `whenApp` read, by path: asked again when `version`
+ * changes. A path not answered yet, or answered with an error, has no entry.
+ */
+function useAppAnswers(specs: TaskActionSpec[], taskId: string, version: string): Map<string, unknown> {
+  const { api } = useApp();
+  const [answers, setAnswers] = useState<Map<string, unknown>>(() => new Map());
+  const paths = [...new Set(specs.flatMap((spec) => (spec.whenApp ? [fillPath(spec.whenApp.path, { id: taskId })!] : [])))].sort();
+  const key = paths.join(' ');
+  useEffect(() => {
+    if (paths.length === 0) return;
+    const controller = new AbortController();
+    void Promise.all(
+      paths.map(async (path) => {
+        try {
+          return [[path, await api.get<unknown>(path, controller.signal)] as const];
+        } catch (e) {
+          // Unknown (a 404, the network): the action waits for the next answer.
+          if (!isAbort(e)) return [];
+          throw e;
+        }
+      }),
+    ).then(
+      (entries) => setAnswers(new Map(entries.flat())),
+      () => {},
+    );
+    return () => controller.abort();
+  }, [api, key, version]);
+  return answers;
+}
+
+/**
+ * What can be done with the task now; an action that does not apply is not offered. `version`
+ * changes as the task moves or the app's state of it may have (`appDone`: one of the app's actions
+ * on the task ran).
+ */
+export function TaskActions({ task, counts, version, done, appDone }: { task: TaskView; counts: ItemCounts | null; version: string; done(): void; appDone(): void }) {
   const { config } = useApp();
   const actions = useTaskActions();
   const [busy, setBusy] = useState<string | null>(null);
@@ -18,6 +57,14 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
   const run = async (name: string, action: (busy: Busy) => Promise<boolean>, refresh = true) => {
     if ((await action((on) => setBusy(on ? name : null))) && refresh) done();
   };
+  const byStatus = config.taskActions.filter((spec) => !spec.when || spec.when.includes(task.status));
+  const answers = useAppAnswers(byStatus, task.id, version);
+  const appActions = byStatus.filter((spec) => {
+    if (!spec.whenApp) return true;
+    const path = fillPath(spec.whenApp.path, { id: task.id })!;
+    if (!answers.has(path)) return false;
+    return spec.whenApp.values.includes(String(valueAt(answers.get(path), spec.whenApp.field) ?? ''));
+  });
   // A button disabled while its request runs has the focus back after it; one that went away (the
   // task was cancelled or archived) leaves it with the task's actions.
   const focusKeeper = useFocusKeeper(() => group.current);
@@ -46,13 +93,24 @@ export function TaskActions({ task, counts, done }: { task: TaskView; counts: It
           {busy === `export ${spec.path}` ? 'Downloading…' : `Export ${spec.label}`}
         </button>
       ))}
-      {config.taskActions
-        .filter((spec) => !spec.when || spec.when.includes(task.status))
-        .map((spec) => (
-          <button key={spec.path} type="button" disabled={busy !== null} aria-label={`${spec.label}: task ${short}`} onClick={() => void run(`app ${spec.path}`, (b) => actions.appAction(task, spec, b))}>
-            {busy === `app ${spec.path}` ? `${spec.label}…` : spec.label}
-          </button>
-        ))}
+      {appActions.map((spec) => (
+        <button
+          key={spec.path}
+          type="button"
+          disabled={busy !== null}
+          aria-label={`${spec.label}: task ${short}`}
+          onClick={() =>
+            void run(`app ${spec.path}`, async (b) => {
+              const ran = await actions.appAction(task, spec, b);
+              // Done or refused (a 409: someone else was first), the app's state is asked again.
+              appDone();
+              return ran;
+            })
+          }
+        >
+          {busy === `app ${spec.path}` ? `${spec.label}…` : spec.label}
+        </button>
+      ))}
       {canArchive(task) ? (
         <button type="button" disabled={busy !== null} aria-label={`Archive task ${short}`} onClick={() => void run('archive', (b) => actions.archive(task, b))}>
           {busy === 'archive' ? 'Archiving…' : 'Archive'}

@@ -47,6 +47,10 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
   const [retrying, setRetrying] = useState<ReadonlySet<string>>(new Set());
   const [downloading, setDownloading] = useState(false);
+  // Turns once one of the app's actions on this task (a button of the task, a row's) ran: the
+  // app's panels and the actions that read its state ask again.
+  const [appTurn, setAppTurn] = useState(0);
+  const appDone = useCallback(() => setAppTurn((n) => n + 1), []);
   const cursor = cursors[cursors.length - 1] ?? null;
   const itemsRequest = useRef<AbortController | null>(null);
 
@@ -207,7 +211,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
         <ProgressBar task={task} large />
         <p class="muted progress-words">{progressText(task)}</p>
         <TaskFacts task={task} now={now} />
-        <TaskActions task={task} counts={counts} done={refresh} />
+        <TaskActions task={task} counts={counts} version={`${signature(task)}/${appTurn}`} done={refresh} appDone={appDone} />
       </section>
 
       <section class="panel" aria-labelledby="counts-heading">
@@ -216,7 +220,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
       </section>
 
       {config.detailPanels.map((panel) => (
-        <TablePanelView key={panel.title} panel={panel} taskId={task.id} version={signature(task)} />
+        <TablePanelView key={panel.title} panel={panel} taskId={task.id} version={signature(task)} appTurn={appTurn} appDone={appDone} />
       ))}
 
       {!task.purgedAt && groups && groups.length > 0 ? <FailureGroups task={task} groups={groups} downloading={downloading} download={() => void downloadFailures()} /> : null}

@@ -150,6 +150,47 @@ describe('delivery and retries', () => {
     ]);
   });
 
+  describe('a handler that ignores its signal is not waited for past a short grace', () => {
+    // `stubbornMs`: the handler waits ten minutes and never reads its signal, as a call without a
+    // timeout does. Waited for, its item stayed running under a renewed lease and its task never ended.
+    const stubborn = { stubbornMs: 600_000 };
+    const running = (t: Awaited<ReturnType<typeof testApp>>, taskId: string) =>
+      waitFor(async () => (await t.app.fanout.listItems(taskId, { status: 'running', limit: 1 })).rows.length === 1, { message: 'the item running' });
+
+    it('an expired attempt counts as failed, and the task completes', async () => {
+      await using t = await testApp({ work: true, childExpireInSeconds: 1, childRetryLimit: 1 });
+      const task = await t.app.fanout.submit('test_batch', { count: 2, every: 2, special: stubborn });
+      const done = await finished(t, task.id, 30_000);
+      expect(done).toMatchObject({ status: 'completed', succeeded: 1, failed: 1 });
+      const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
+      expect(failed.rows.map((i) => [i.attempts, i.error?.code])).toEqual([[2, 'expired']]);
+    });
+
+    it('a cancelled task ends, its item cancelled', async () => {
+      await using t = await testApp({ work: true });
+      const task = await t.app.fanout.submit('test_batch', { count: 1, item: stubborn });
+      await running(t, task.id);
+      await t.app.fanout.cancel(task.id);
+      expect(await finished(t, task.id, 20_000)).toMatchObject({ status: 'cancelled', cancelled: 1, succeeded: 0, failed: 0 });
+    });
+
+    it("a stop returns after its grace, and the item is given back without using up its attempt", async () => {
+      await using t = await testApp({ work: true });
+      const task = await t.app.fanout.submit('test_batch', { count: 1, item: stubborn });
+      await running(t, task.id);
+      let timer: NodeJS.Timeout | undefined;
+      const stopped = await Promise.race([
+        t.app.fanout.stop({ graceMs: 200 }).then(() => 'stopped'),
+        new Promise((resolve) => (timer = setTimeout(resolve, 20_000, 'still stopping'))),
+      ]);
+      clearTimeout(timer);
+      expect(stopped).toBe('stopped');
+      // Given back by this process (its maintenance loop stopped with it, nothing else would).
+      const [item] = (await t.app.fanout.listItems(task.id, { limit: 1 })).rows;
+      expect(item).toMatchObject({ status: 'pending', attempts: 0 });
+    });
+  });
+
   it('a listener that throws never breaks the worker', async () => {
     await using t = await testApp({ work: true });
     const reported: string[] = [];

@@ -94,7 +94,11 @@ export interface ChildQueueOptions {
   retryBackoff?: boolean;
   /** @default 600 */
   retryDelayMaxSeconds?: number;
-  /** A job still active after this long is aborted and counts as a failed attempt. @default 1800 (30 minutes) */
+  /**
+   * An attempt still running after this long is aborted (its `signal`) and counts as a failed
+   * attempt, also when its handler ignores the signal (it is then no longer waited for, 3 s later).
+   * @default 1800 (30 minutes)
+   */
   expireInSeconds?: number;
   /** @default 30 */
   heartbeatSeconds?: number;

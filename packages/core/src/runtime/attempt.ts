@@ -21,6 +21,10 @@ export class Attempt implements ItemContext {
   readonly token: string;
   /** Why it was stopped; null while it may run on. */
   why: StopReason | null = null;
+  /** Its handler was still running `graceMs` after the stop and is no longer waited for (`waitFor`). */
+  abandoned = false;
+  /** What a stop does to the handler being waited for (`waitFor`). */
+  #onStop: (() => void) | null = null;
   readonly #ctx: RuntimeContext;
   #controller: AbortController | null = null;
   #base: ItemEventBase | null = null;
@@ -51,6 +55,38 @@ export class Attempt implements ItemContext {
     if (this.why) return;
     this.why = why;
     this.#controller?.abort(this.#reason());
+    this.#onStop?.();
+  }
+
+  /**
+   * The handler's outcome; but once the attempt is stopped, a handler that has not returned
+   * `graceMs` later is no longer waited for: the promise rejects with the stop's reason and
+   * `abandoned` is set, while the handler runs on (it ignores its signal: a call without a timeout,
+   * a library that takes no signal). Its item is then ended as a stopped one is, so its task does
+   * not wait for it for ever; what it returns later is fenced off by the claim token.
+   */
+  waitFor<T>(handling: Promise<T>, graceMs: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        this.#onStop = null;
+      };
+      handling.then(
+        (value) => (done(), resolve(value)),
+        (error: unknown) => (done(), reject(error)),
+      );
+      const abandon = () => {
+        timer = setTimeout(() => {
+          this.#onStop = null;
+          this.abandoned = true;
+          reject(this.#reason());
+        }, graceMs);
+        timer.unref?.();
+      };
+      if (this.why) abandon();
+      else this.#onStop = abandon;
+    });
   }
 
   /** Throws what its signal would, when it was stopped. */

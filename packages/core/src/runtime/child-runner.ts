@@ -42,6 +42,14 @@ const OTHERS_RECHECK_MS = 250;
 const QUOTA_RECHECK_MS = 500;
 
 /**
+ * How long a handler is waited for after its attempt was stopped (it expired, its task stopped,
+ * its claim was lost, the process shuts down) before its item is ended without it. Under the stop's
+ * margin (runtime.ts), so a handler that ignores a shutdown still has its item given back before
+ * the queue's own timeout.
+ */
+export const ABANDON_AFTER_MS = 3_000;
+
+/**
  * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond
  * the task's deadline, the item fails now with the reason instead of waiting.
  */
@@ -340,17 +348,32 @@ export class ChildRunner {
       if (!this.#limit.tryAcquire()) await this.#limit.acquire(attempt.signal, item.taskId);
       startedAt = performance.now();
       ctx.stats.inFlight++;
+      let handling: Promise<unknown> | null = null;
       try {
         ctx.events.emit('item.started', attempt.base);
         const snapshot = definition.item.parse(item.snapshot);
-        let result = await tel.handler(() => definition.runItem(snapshot, attempt));
+        handling = tel.handler(() => definition.runItem(snapshot, attempt));
+        let result = await attempt.waitFor(handling, ABANDON_AFTER_MS);
         if (definition.result) result = definition.result.parse(result);
         // A result that cannot be stored fails its item now, with a reason, instead of its settle.
         assertStorable(result, 'result', 'invalid_result');
         outcome = { itemId: item.itemId, token, status: 'succeeded', result: result ?? null };
       } finally {
-        ctx.stats.inFlight--;
-        this.#limit.release();
+        if (attempt.abandoned && handling) {
+          // Its handler runs on: it keeps its place among this process's handlers until it
+          // returns, so handlers that ignore their signals cannot pile up past the concurrency.
+          tel.inContext(() =>
+            ctx.logger.warn(`a handler ignored its signal: still running ${ABANDON_AFTER_MS / 1000} s after its attempt was stopped (${attempt.why}); its item is ended as stopped, and the handler keeps its place among this process's handlers until it returns`, itemFields(item)),
+          );
+          const free = () => {
+            ctx.stats.inFlight--;
+            this.#limit.release();
+          };
+          handling.then(free, free);
+        } else {
+          ctx.stats.inFlight--;
+          this.#limit.release();
+        }
       }
     } catch (error) {
       const why = attempt.why;

@@ -176,4 +176,29 @@ describe('task controls', () => {
     expect(completed.filter((id) => id === task.id)).toHaveLength(2); // once by its last child, once by the repair
     await expect(t.app.fanout.reconcile('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({ code: 'not_found' });
   });
+
+  it('reconcile applies the failure tolerance to the counters it sets right, as a settle would', async () => {
+    await using t = await testApp({ work: true });
+    const items = (taskId: string) => t.app.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM fanout_item WHERE task_id = ${taskId}::uuid ORDER BY id`;
+    // Every item settled: counters that missed a failure past `maxFailures: 0` end the task failed.
+    const whole = await t.app.fanout.submit('test_batch', { count: 3 }, { maxFailures: 0 });
+    await finished(t, whole.id);
+    const [a] = await items(whole.id);
+    await t.app.prisma.$executeRaw`UPDATE fanout_item SET status = 'failed', error = '{"code":"lost","message":"a failure the counters missed"}' WHERE id = ${a!.id}::uuid`;
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET status = 'running', completed_at = NULL WHERE id = ${whole.id}::uuid`;
+    const repaired = await t.app.fanout.reconcile(whole.id);
+    expect(repaired).toMatchObject({ finished: true, drift: [{ field: 'succeeded', was: 3, now: 2 }, { field: 'failed', was: 0, now: 1 }] });
+    expect(await t.app.fanout.getTask(whole.id)).toMatchObject({ status: 'failed', stopReason: 'failure_threshold', succeeded: 2, failed: 1 });
+
+    // An item still pending: the task is stopped, the pending item cancelled and counted.
+    const part = await t.app.fanout.submit('test_batch', { count: 3 }, { maxFailures: 0 });
+    await finished(t, part.id);
+    const [b, c] = await items(part.id);
+    await t.app.prisma.$executeRaw`UPDATE fanout_item SET status = 'failed', error = '{"code":"lost","message":"a failure the counters missed"}' WHERE id = ${b!.id}::uuid`;
+    await t.app.prisma.$executeRaw`UPDATE fanout_item SET status = 'pending', result = NULL WHERE id = ${c!.id}::uuid`;
+    await t.app.prisma.$executeRaw`UPDATE fanout_task SET status = 'running', completed_at = NULL WHERE id = ${part.id}::uuid`;
+    const stopped = await t.app.fanout.reconcile(part.id);
+    expect(stopped.finished).toBe(true);
+    expect(await t.app.fanout.getTask(part.id)).toMatchObject({ status: 'failed', stopReason: 'failure_threshold', error: 'more items failed than the task tolerates', succeeded: 1, failed: 1, cancelled: 1 });
+  });
 });

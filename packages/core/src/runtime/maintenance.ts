@@ -202,6 +202,9 @@ async function stopOverdue(ctx: RuntimeContext): Promise<void> {
   }
 }
 
+/** The error of a task stopped past its failure tolerance. */
+export const FAILURE_THRESHOLD_ERROR = 'more items failed than the task tolerates';
+
 /** Idle unfinished tasks: counters recomputed, dead managers, orphaned items, quiet stopping tasks. */
 async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings, maxRunningTasks: number | null): Promise<void> {
   const { store } = ctx;
@@ -229,8 +232,10 @@ async function reconcileIdle(ctx: RuntimeContext, settings: MaintenanceSettings,
     if (result.task.status === 'running' && result.task.dispatched && (await ctx.requeueOrphans(result.task))) ctx.stats.recoveries.orphansRequeued++;
     // A stopping task that went quiet: cancel (and count) any pending item that a retry or a
     // requeue put back after the stop, so the task can end.
+    // (Also one the recomputed counters put past its failure tolerance.)
     if (result.task.status === 'stopping') {
-      const stopped = await store.stopTask(taskId, result.task.stopReason ?? 'cancelled');
+      const reason = result.task.stopReason ?? 'cancelled';
+      const stopped = await store.stopTask(taskId, reason, reason === 'failure_threshold' ? FAILURE_THRESHOLD_ERROR : undefined);
       if (stopped) ctx.announceTask(stopped.task);
     }
   }

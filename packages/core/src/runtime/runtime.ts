@@ -36,7 +36,7 @@ import type { RuntimeContext, WorkerSettings } from './context.ts';
 import { childLogger, consoleLogger, errorFields, maskedLogger, taskFields, type Logger } from './logger.ts';
 import { Endings } from './endings.ts';
 import { nameRecurringStatements, type BossDb } from './boss-statements.ts';
-import { maintenanceHooksIdle, maintenancePass, retentionMargin, withPurgeLease, type MaintenanceSettings } from './maintenance.ts';
+import { FAILURE_THRESHOLD_ERROR, maintenanceHooksIdle, maintenancePass, retentionMargin, withPurgeLease, type MaintenanceSettings } from './maintenance.ts';
 import { FanoutTelemetry, type TelemetryOptions } from '../telemetry/telemetry.ts';
 import { listAtSubmit, runManager, type ManagerJobData } from './manager.ts';
 import { uuidv7 } from '../store/ids.ts';
@@ -704,11 +704,22 @@ export class Fanout implements AsyncDisposable {
     await this.store.deleteTask(taskId);
   }
 
-  /** Recomputes a task's counters from its item rows and finishes it if every item is settled. */
+  /**
+   * Recomputes a task's counters from its item rows and finishes it if every item is settled. The
+   * failure tolerance applies to the counters set right, as a settle's would: a task they put past
+   * it is stopped (its pending items cancelled) and fails.
+   */
   async reconcile(taskId: string): Promise<ReconcileResult> {
     const result = await this.store.reconcile(taskId);
     if (!result) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
     if (result.finished) this.#announceTask({ ...result.task, finished: true, overFailureLimit: false });
+    if (result.task.status === 'stopping' && result.task.stopReason === 'failure_threshold') {
+      const stopped = await this.store.stopTask(taskId, 'failure_threshold', FAILURE_THRESHOLD_ERROR);
+      if (stopped) {
+        this.#announceTask(stopped.task, stopped.changed);
+        return { ...result, finished: stopped.task.finished, task: stopped.task };
+      }
+    }
     return result;
   }
 
@@ -976,7 +987,7 @@ export class Fanout implements AsyncDisposable {
       // itself cancels (and counts) what is still pending. Idempotent, so later batches may repeat it.
       if (task.overFailureLimit && task.status === 'stopping' && task.stopReason === 'failure_threshold') {
         this.store
-          .stopTask(task.id, 'failure_threshold', 'more items failed than the task tolerates')
+          .stopTask(task.id, 'failure_threshold', FAILURE_THRESHOLD_ERROR)
           .then((stopped) => {
             if (!stopped) return;
             this.events.emit('task.progress', { ...taskCountsOf(stopped.task), at: Date.now() });

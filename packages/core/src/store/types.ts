@@ -661,7 +661,9 @@ export interface FanoutStore {
   overdueTasks(limit: number): Promise<string[]>;
   /**
    * Recomputes counters from item rows and finishes tasks whose items are all settled; a task
-   * whose items retention deleted (`purgedAt`) keeps its counters (no drift).
+   * whose items retention deleted (`purgedAt`) keeps its counters (no drift). The failure
+   * tolerance applies to the recomputed counters as a settle's: a running task past it becomes
+   * `stopping` (`failure_threshold`), or fails when every item is settled.
    */
   reconcile(taskId: string): Promise<ReconcileResult | null>;
   /**

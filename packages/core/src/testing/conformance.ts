@@ -936,6 +936,27 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(await store.reconcile(randomUUID())).toBeNull();
       });
 
+      it('applies the failure tolerance to the counters it recomputes, as a settle does', async () => {
+        // A total drifted up hid a failure past `maxFailureRatio` from the settle (1 of 10 is not
+        // over 0.3; 1 of 3 is).
+        const whole = await dispatched(3, { maxFailureRatio: 0.3 });
+        const t1 = randomUUID();
+        await store.claimItems(whole.ids, t1, LEASE);
+        await harness.tamperCounters(whole.task.id, { total: 10 });
+        const settled = await store.settleItems([outcome(whole.ids[0]!, t1), outcome(whole.ids[1]!, t1), outcome(whole.ids[2]!, t1, 'failed')]);
+        expect(settled.tasks[0]).toMatchObject({ status: 'running', failed: 1, overFailureLimit: false });
+        expect(await store.reconcile(whole.task.id)).toMatchObject({ finished: true, task: { status: 'failed', stopReason: 'failure_threshold', total: 3, failed: 1 } });
+        // With an item still pending, the task is stopping for it: the stop cancels the rest.
+        const part = await dispatched(3, { maxFailureRatio: 0.3 });
+        const t2 = randomUUID();
+        await store.claimItems(part.ids.slice(0, 2), t2, LEASE);
+        await harness.tamperCounters(part.task.id, { total: 10 });
+        await store.settleItems([outcome(part.ids[0]!, t2), outcome(part.ids[1]!, t2, 'failed')]);
+        expect(await store.reconcile(part.task.id)).toMatchObject({ finished: false, task: { status: 'stopping', stopReason: 'failure_threshold' } });
+        const stopped = await store.stopTask(part.task.id, 'failure_threshold', 'too many failures');
+        expect(stopped?.task).toMatchObject({ status: 'failed', finished: true, succeeded: 1, failed: 1, cancelled: 1 });
+      });
+
       it("leaves a running task waiting its turn behind its tenant's cap out of the quiet tasks to reconcile", async () => {
         const tenant = `capped-${randomUUID()}`;
         const tasks: string[] = [];

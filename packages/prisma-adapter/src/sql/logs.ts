@@ -11,7 +11,12 @@ export async function appendItemLogs(db: PrismaQueryable, entries: readonly Item
   // Lines of a task deleted or purged meanwhile are skipped rather than failing the batch; the ids follow the
   // batch's order (the join under EXISTS may not), so lines read back in the order they were logged.
   try {
-    await insertLines(db, entries);
+    await insertLines(db, entries).catch((error: unknown) => {
+      // A task deleted between the statement's snapshot and its insert (foreign_key_violation): a
+      // second statement no longer sees it, and skips its lines alone.
+      if (sqlStateOf(error) === '23503') return insertLines(db, entries);
+      throw error;
+    });
   } catch (error) {
     // What a line holds was refused (SQLSTATE class 22, a data exception: a lone surrogate in its
     // data, say): the caller can store the batch line by line and lose that line only.

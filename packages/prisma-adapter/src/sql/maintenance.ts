@@ -147,12 +147,17 @@ export async function reconcileTask(tx: PrismaQueryable, taskId: string): Promis
            count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
     FROM fanout_item WHERE task_id = ${taskId}::uuid`;
   const c = counts!;
+  // The failure tolerance as a settle applies it: counters set right may pass it.
+  const settledCount = c.succeeded + c.failed + c.cancelled;
   const [after] = await tx.$queryRaw<TaskRow[]>`
     UPDATE fanout_task SET total = ${c.total}::int, succeeded = ${c.succeeded}::int, failed = ${c.failed}::int,
       cancelled = ${c.cancelled}::int, updated_at = now(),
-      status = fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int),
-      completed_at = CASE WHEN fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL,
-                             ${c.succeeded + c.failed + c.cancelled}::int, ${c.total}::int) <> status
+      stop_reason = fanout_next_stop_reason(stop_reason,
+                      fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)),
+      status = fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${settledCount}::int, ${c.total}::int,
+                 fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)),
+      completed_at = CASE WHEN fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${settledCount}::int, ${c.total}::int,
+                             fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)) <> status
                           THEN now() ELSE completed_at END
     WHERE id = ${taskId}::uuid
     RETURNING *`;

@@ -128,6 +128,10 @@ describe('bad input', () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
     for (const [prev, n] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e']]) lines.push(`${n}: &${n} [${Array(10).fill(`*${prev}`).join(',')}]`);
     await expectError(await postSpec(`${lines.join('\n')}\nversion: "2"\n`), 400, 'body.spec', 'invalid_syntax', /not a usable spec: .*alias/i);
+    // An alias inside its own anchor: fourteen characters that parse to a list inside itself, and
+    // held the whole process (every app of the platform) at full CPU while its text was checked.
+    await expectError(await postSpec('a: &a [*a, *a]\n'), 400, 'body.spec.a.0', 'invalid_syntax', /refers to itself/);
+    await expectError(await postLoad(t, small, 'target: t\nextra: &x { again: *x }\n'), 400, 'body.spec.extra.again', 'invalid_syntax', /refers to itself/);
     const boundary = 'fanout-boundary';
     const named = Buffer.concat([
       Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename*=UTF-8''t%00.csv\r\ncontent-type: text/csv\r\n\r\n`),

@@ -181,6 +181,8 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
     for (const [prev, n] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e'], ['e', 'f']]) lines.push(`${n}: &${n} [${Array(10).fill(`*${prev}`).join(',')}]`);
     await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: `${lines.join('\n')}\nname: bomb\nrules: []\n` } }), 400, 'body', 'invalid_yaml', /not a usable rule set: .*alias/i);
+    // An alias inside its own anchor parses to a list inside itself (it held the process at full CPU).
+    await refused(await t.call('POST', `/studies/${studyId}/rule-sets`, { body: { source: 'a: &a [*a, *a]\nname: loop\nrules: []\n' } }), 400, 'body.a.0', 'invalid_yaml', /refers to itself/);
   });
 
   it('refuses a define.xml whose dataset or variable has no Name, naming it', async () => {

@@ -1,7 +1,7 @@
 export { healthRoutes, ownedTask, routerOf, taskRoutes, unknownRoute } from './routes/index.ts';
 export type { TaskRoutesOptions } from './routes/index.ts';
 export { itemView, taskView } from './views.ts';
-export { bearerAuth, mountRoute, openApiPath, parseRequest, route, unstorableTextAt, type TextIssue } from './route.ts';
+export { bearerAuth, mountRoute, openApiPath, parseRequest, route, selfReferenceAt, unstorableTextAt, type TextIssue } from './route.ts';
 export type { Authenticate, AuthEnv, MountOptions, Principal, ResponseSpec, Role, RouteSpec } from './route.ts';
 export { clientAddress, FailedAttempts } from './auth/failed-attempts.ts';
 export type { FailedAttemptsOptions } from './auth/failed-attempts.ts';

@@ -76,9 +76,11 @@ const textIssue = (field: string, text: string): TextIssue | null => {
  * it is refused as the user's mistake it is. Below 64 levels the rest of a value is looked at
  * whole, and named by where it starts.
  */
-export function unstorableTextAt(value: unknown, path: string, depth = 0): TextIssue | null {
+export function unstorableTextAt(value: unknown, path: string, depth = 0, ancestors: Set<object> = new Set()): TextIssue | null {
   if (typeof value === 'string') return textIssue(path, value);
   if (!value || typeof value !== 'object') return null;
+  // A value inside itself (see `selfReferenceAt`) is looked at once.
+  if (ancestors.has(value)) return null;
   if (depth > 64) {
     let json: string;
     try {
@@ -89,12 +91,31 @@ export function unstorableTextAt(value: unknown, path: string, depth = 0): TextI
     const rule = unstorableJsonEscape(json);
     return rule && { field: path, rule, message: `${MESSAGES[rule]}, here or deeper` };
   }
+  ancestors.add(value);
   for (const [key, child] of Object.entries(value)) {
     const inKey = textIssue(`${path}.${key.replaceAll('\u0000', '\\u0000').toWellFormed()}`, key);
     if (inKey) return inKey;
-    const found = unstorableTextAt(child, `${path}.${key}`, depth + 1);
+    const found = unstorableTextAt(child, `${path}.${key}`, depth + 1, ancestors);
     if (found) return found;
   }
+  ancestors.delete(value);
+  return null;
+}
+
+/**
+ * Where `value` holds itself: the path of the first object or array found inside itself (a YAML
+ * alias inside its own anchor, `a: &a [*a, *a]`, parses to such a value); null when none is.
+ * Such a value has no JSON, and code that walks it as a tree never ends: refuse it where it is parsed.
+ */
+export function selfReferenceAt(value: unknown, path: string, ancestors: Set<object> = new Set()): string | null {
+  if (!value || typeof value !== 'object') return null;
+  if (ancestors.has(value)) return path;
+  ancestors.add(value);
+  for (const [key, child] of Object.entries(value)) {
+    const found = selfReferenceAt(child, `${path}.${key}`, ancestors);
+    if (found) return found;
+  }
+  ancestors.delete(value);
   return null;
 }
 

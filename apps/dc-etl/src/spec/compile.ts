@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { unstorableTextAt } from '@fanout/http';
+import { selfReferenceAt, unstorableTextAt } from '@fanout/http';
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -49,6 +49,9 @@ export function parseSpec(text: string): Spec {
     // An alias bomb: the YAML library refuses to expand it.
     throw new SpecError([{ field: 'spec', rule: 'invalid_syntax', message: `not a usable spec: ${(error as Error).message}` }]);
   }
+  // An alias inside its own anchor (`a: &a [*a]`): a value inside itself, which is no spec.
+  const loop = selfReferenceAt(value, 'spec');
+  if (loop) throw new SpecError([{ field: loop, rule: 'invalid_syntax', message: `${loop}: refers to itself (an alias inside its own anchor); a spec is a tree` }]);
   // A value holding NUL, or half a character from a "\ud800" escape: neither is stored.
   const bad = unstorableTextAt(value, 'spec');
   if (bad) throw new SpecError([{ field: bad.field, rule: bad.rule, message: `${bad.field}: ${bad.message}` }]);

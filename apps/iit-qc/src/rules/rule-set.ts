@@ -1,5 +1,5 @@
 import { compileRule, RuleCompileError, type CompiledRule } from '@fanout/rules';
-import { unstorableTextAt } from '@fanout/http';
+import { selfReferenceAt, unstorableTextAt } from '@fanout/http';
 import { LineCounter, parseDocument, isScalar } from 'yaml';
 import type { DefineMetadata } from '../data/define-xml.ts';
 import type { RedcapDictionary } from '../data/redcap.ts';
@@ -91,6 +91,9 @@ function plainValue(doc: ReturnType<typeof parseDocument>): unknown {
   } catch (error) {
     throw new RuleSetError([{ field: 'body', rule: 'invalid_yaml', message: `not a usable rule set: ${(error as Error).message}` }]);
   }
+  // An alias inside its own anchor (`a: &a [*a]`): a value inside itself, which is no rule set.
+  const loop = selfReferenceAt(value, 'body');
+  if (loop) throw new RuleSetError([{ field: loop, rule: 'invalid_yaml', message: `${loop}: refers to itself (an alias inside its own anchor); a rule set is a tree` }]);
   // A value holding NUL, or half a character from a "\ud800" escape: neither is stored.
   const bad = unstorableTextAt(value, 'body');
   if (bad) throw new RuleSetError([{ field: bad.field, rule: bad.rule, message: `${bad.field}: ${bad.message}` }]);

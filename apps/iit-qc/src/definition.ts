@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { evaluateSubject } from './rules/engine.ts';
 import { finishRun } from './run/finish.ts';
 import { startStudyChecks } from './run/study-checks.ts';
-import { loadSubject, runContext, runInputIssues, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
+import { loadSubject, runContext, runInputIssues, runPrepared, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
 import type { AgentReview } from './review/agent-review.ts';
 
 export const qcInput = z.object({
@@ -80,6 +80,9 @@ export function qcRun(options: QcOptions) {
       return { records: data.records.length, findings: findings.length, errors: [...tallies.values()].reduce((n, t) => n + t.errors, 0) };
     },
     async onFinish(task) {
+      // A run whose manager failed before it was prepared (its study's data went meanwhile) has
+      // nothing to finish: its fan-in is done.
+      if (!(await runPrepared(pool, task.id))) return;
       await finishRun(pool, task);
     },
   });

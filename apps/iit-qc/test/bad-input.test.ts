@@ -5,6 +5,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@fanout/testdb';
 import { PILOT, qcTest, type QcTest } from './harness.ts';
 
 describe('bad input is refused with a 4xx naming the problem, and nothing of it is stored', () => {
@@ -175,6 +176,36 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     // The study's own rule set starts a run, its ids written in either case.
     expect((await t.call('POST', '/tasks', { body: { input: { studyId: other.toUpperCase(), ruleSetId: otherRules } } })).status).toBe(202);
     expect(await tasks()).toBe(before + 1);
+  });
+
+  it('refuses a run of a study with no datasets to check, through POST /tasks and POST /runs', async () => {
+    const empty = await t.study('nothing uploaded', 'sdtm');
+    const rules = await t.ruleSet(empty, 'name: age\nrules:\n  - id: OLD\n    scope: DM\n    level: record\n    severity: warning\n    message: age over 50\n    condition: row.AGE > 50\n');
+    await refused(await t.call('POST', '/runs', { body: { studyId: empty, ruleSetId: rules } }), 400, 'body.studyId', 'no_data', /^body\.studyId: the study has no datasets to check: upload them first/);
+    await refused(await t.call('POST', '/tasks', { body: { input: { studyId: empty, ruleSetId: rules } } }), 400, 'body.input.studyId', 'no_data', /no datasets to check/);
+  });
+
+  it("a run whose manager finds the study's data gone fails, its fan-in ends at once, and its run says why it is missing", async () => {
+    const study = await t.study('data gone', 'sdtm');
+    expect((await t.upload(study, 'dm.csv', new TextEncoder().encode('USUBJID,SUBJID,SITEID,AGE\nS-1,1,701,60\n'))).status).toBe(201);
+    const rules = await t.ruleSet(study, 'name: age\nrules:\n  - id: OLD\n    scope: DM\n    level: record\n    severity: warning\n    message: age over 50\n    condition: row.AGE > 50\n');
+    const runId = await t.run(study, rules);
+    // Gone between the submit and the manager (no worker runs yet).
+    await t.rt.db.pool.query('UPDATE qc_dataset SET current = false WHERE study_id = $1', [study]);
+    await t.workers(1);
+    const ended = await waitFor(async () => {
+      const task = await t.json('GET', `/tasks/${runId}`);
+      return task.status === 'failed' ? task : null;
+    }, { timeoutMs: 60_000, message: 'the run failed' });
+    expect(ended).toMatchObject({ stopReason: 'manager_failed', error: expect.stringContaining('the study has no datasets to check') });
+    // Its fan-in is done (it was retried every half minute for as long as the task was kept).
+    await waitFor(async () => (await t.rt.db.pool.query<{ done: boolean }>('SELECT fanin_round >= round AS done FROM fanout_task WHERE id = $1', [runId])).rows[0]!.done, {
+      timeoutMs: 30_000,
+      message: 'the fan-in done',
+    });
+    const missing = await t.call('GET', `/runs/${runId}`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as any).error.message).toMatch(/one whose manager failed never will: its task, GET \/tasks\/.*, says why/);
   });
 
   it('refuses a rule set whose YAML aliases expand without bound (an alias bomb) with a 400', async () => {

@@ -53,7 +53,7 @@ export async function ownedStudy(pool: pg.Pool, c: Context, id: string): Promise
 /** A run of the caller's tenant, or a 404. */
 export async function ownedRun(pool: pg.Pool, c: Context, id: string): Promise<{ task_id: string; study_id: string; rule_set_id: string; stage: string; summary: unknown; datasets: unknown; subjects: number; previous_run_id: string | null; created_at: Date; finished_at: Date | null }> {
   const { rows } = await pool.query('SELECT * FROM qc_run WHERE task_id = $1 AND tenant = $2', [id, tenantOf(c)]);
-  if (!rows[0]) throw new HttpError(404, 'not_found', `run ${id} not found (or not yet prepared by its manager)`);
+  if (!rows[0]) throw new HttpError(404, 'not_found', `run ${id} not found: no run of yours has this id, or its manager has not prepared it yet (one whose manager failed never will: its task, GET /tasks/${id}, says why)`);
   return rows[0];
 }
 

@@ -50,16 +50,29 @@ interface RunRow {
  */
 export async function runInputIssues(pool: pg.Pool, tenant: string, input: { studyId: string; ruleSetId: string }): Promise<InputIssue[]> {
   // Compared as uuids by PostgreSQL: an id may come in either case.
-  const { rows } = await pool.query<{ study: boolean; same_study: boolean | null }>(
+  const { rows } = await pool.query<{ study: boolean; same_study: boolean | null; data: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM qc_study WHERE id = $1 AND tenant = $2) AS study,
-            (SELECT study_id = $1::uuid FROM qc_rule_set WHERE id = $3 AND tenant = $2) AS same_study`,
-    [input.studyId, tenant, input.ruleSetId],
+            (SELECT study_id = $1::uuid FROM qc_rule_set WHERE id = $3 AND tenant = $2) AS same_study,
+            EXISTS (SELECT 1 FROM qc_dataset WHERE study_id = $1 AND current AND format <> ALL($4::text[])) AS data`,
+    [input.studyId, tenant, input.ruleSetId, METADATA_FORMATS],
   );
-  const { study, same_study: sameStudy } = rows[0]!;
+  const { study, same_study: sameStudy, data } = rows[0]!;
   if (!study) return [{ field: 'studyId', rule: 'not_found', message: `no study ${input.studyId} (of yours)` }];
-  if (sameStudy === null) return [{ field: 'ruleSetId', rule: 'not_found', message: `no rule set ${input.ruleSetId} (of yours)` }];
-  if (!sameStudy) return [{ field: 'ruleSetId', rule: 'other_study', message: 'not a rule set of this study (a rule set belongs to one study: choose one of its own)' }];
-  return [];
+  const issues: InputIssue[] = [];
+  // Its manager would refuse it as well (snapshotRun): said at once instead of as a failed run.
+  if (!data) issues.push({ field: 'studyId', rule: 'no_data', message: 'the study has no datasets to check: upload them first' });
+  if (sameStudy === null) issues.push({ field: 'ruleSetId', rule: 'not_found', message: `no rule set ${input.ruleSetId} (of yours)` });
+  else if (!sameStudy) issues.push({ field: 'ruleSetId', rule: 'other_study', message: 'not a rule set of this study (a rule set belongs to one study: choose one of its own)' });
+  return issues;
+}
+
+/** What a run does not check (the study's metadata): left out of the datasets a run needs. */
+const METADATA_FORMATS = ['define', 'dictionary'];
+
+/** Whether the run's manager prepared it (its snapshot): one whose manager failed first never was. */
+export async function runPrepared(pool: pg.Pool, taskId: string): Promise<boolean> {
+  const { rows } = await pool.query('SELECT 1 FROM qc_run WHERE task_id = $1', [taskId]);
+  return rows.length > 0;
 }
 
 /**
@@ -73,8 +86,8 @@ export async function snapshotRun(pool: pg.Pool, taskId: string, tenant: string,
   const ruleSet = await pool.query<{ id: string; rules: { rules: RuleSpec[] } }>('SELECT id, rules FROM qc_rule_set WHERE id = $1 AND study_id = $2', [input.ruleSetId, input.studyId]);
   if (!ruleSet.rows[0]) throw new PermanentError(`rule set ${input.ruleSetId} is not a rule set of this study`, { code: 'rule_set_not_found' });
   const datasets = await pool.query<{ id: string; name: string; domain: string; sha256: string; records: number; columns: Column[] }>(
-    "SELECT id, name, domain, sha256, records, columns FROM qc_dataset WHERE study_id = $1 AND current AND format NOT IN ('define', 'dictionary') ORDER BY name",
-    [input.studyId],
+    'SELECT id, name, domain, sha256, records, columns FROM qc_dataset WHERE study_id = $1 AND current AND format <> ALL($2::text[]) ORDER BY name',
+    [input.studyId, METADATA_FORMATS],
   );
   if (datasets.rows.length === 0) throw new PermanentError('the study has no datasets to check: upload them first', { code: 'no_data' });
   const snapshot: RunDataset[] = datasets.rows.map((d) => ({ ...d, subjects: !TRIAL_DESIGN.has(d.domain) }));

@@ -51,7 +51,8 @@ export class HttpError extends Error {
 export function validationError(where: 'body' | 'query' | 'params', error: z.ZodError): HttpError {
   const issues = error.issues.map((issue) => ({
     field: [where, ...issue.path.map(String)].join('.'),
-    rule: issue.code,
+    // A check of the app's own (`refine`) names its rule with `params: { rule }`.
+    rule: issue.code === 'custom' && typeof issue.params?.rule === 'string' ? issue.params.rule : issue.code,
     message: issue.message,
   }));
   const first = issues[0];

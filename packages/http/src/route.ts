@@ -162,6 +162,8 @@ export function bearerAuth(authenticate: Authenticate, failedAttempts?: FailedAt
   };
 }
 
+const NO_QUERY = z.object({}).strict();
+
 /** Adds a route spec to a router: authentication, validation of every part, then the handler. */
 export function mountRoute(app: Hono<AuthEnv>, spec: RouteSpec, authenticate: Authenticate, options: MountOptions = {}): void {
   const auth = spec.auth ?? true;
@@ -174,7 +176,8 @@ export function mountRoute(app: Hono<AuthEnv>, spec: RouteSpec, authenticate: Au
     }
     // Path parameters first: a malformed id is answered before the body is read.
     const params = spec.params ? parseRequest(spec.params, c.req.param(), 'params') : {};
-    const query = spec.query ? parseRequest(spec.query, c.req.query(), 'query') : {};
+    // A route that takes no query parameter refuses them too, as a route refuses one it does not know.
+    const query = parseRequest(spec.query ?? NO_QUERY, c.req.query(), 'query');
     const body = spec.body ? parseRequest(spec.body, await readJsonBody(c, bodyLimit), 'body') : {};
     return spec.handler(c, { params, query, body } as never);
   });

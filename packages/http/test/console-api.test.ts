@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { broadcastRuntimeEvents, collectEventStream, TaskEventPublisher, TaskEventSubscriber } from '@fanout/sse-pg';
 import { Hono } from 'hono';
@@ -188,6 +189,9 @@ describe('console API', () => {
     const notRetried = await call('POST', `/tasks/${permanent}/items/${notFailed.items[0].id}/retry`, { body: {} });
     expect(notRetried.status).toBe(409);
     expect((await json(notRetried)).error.issues).toEqual([{ field: 'params.itemId', rule: 'conflict', message: expect.stringContaining('is not a failed item') }]);
+    const noSuchItem = await call('POST', `/tasks/${permanent}/items/${randomUUID()}/retry`, { body: {} });
+    expect(noSuchItem.status).toBe(404);
+    expect((await json(noSuchItem)).error.message).toMatch(/is not an item of task/);
     const one = await call('POST', `/tasks/${permanent}/items/${failed.items[0].id}/retry`, { body: {} });
     expect(one.status).toBe(202);
     expect(await ended(permanent)).toMatchObject({ status: 'completed', succeeded: 3, failed: 0, round: 2 });

@@ -208,6 +208,20 @@ describe('shared HTTP layer', () => {
     }
   });
 
+  it('answers a method a path does not take with 405 and the methods it takes', async () => {
+    const id = await submit({ count: 1 });
+    for (const [method, path, allow] of [
+      ['PUT', '/tasks', 'POST, GET, HEAD'],
+      ['PATCH', `/tasks/${id}`, 'GET, DELETE, HEAD'],
+      ['GET', `/tasks/${id}/cancel`, 'POST'],
+    ] as const) {
+      const res = await call(method, path);
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get('allow'), `${method} ${path}`).toBe(allow);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('method_not_allowed');
+    }
+  });
+
   it('answers bad input with 400, naming the field and the rule, on every route', async () => {
     const id = await submit({ count: 1 });
     const cases: Array<[string, string, { raw?: string; body?: unknown }, string, string]> = [
@@ -232,6 +246,10 @@ describe('shared HTTP layer', () => {
       ['GET', '/tasks/not-a-uuid/events', {}, 'params.id', 'invalid_format'],
       ['POST', '/tasks/not-a-uuid/cancel', {}, 'params.id', 'invalid_format'],
       ['POST', `/tasks/${id}/retry-failed`, { body: { deadlineMs: -5 } }, 'body.deadlineMs', 'too_small'],
+      // A parameter a route does not take, also on a route that takes none.
+      ['GET', `/tasks?foo=1`, {}, 'query', 'unrecognized_keys'],
+      ['GET', `/tasks/${id}?foo=1`, {}, 'query', 'unrecognized_keys'],
+      ['POST', `/tasks/${id}/cancel?force=1`, {}, 'query', 'unrecognized_keys'],
     ];
     for (const [method, path, options, field, rule] of cases) {
       const res = await call(method, path, options);

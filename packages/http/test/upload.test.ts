@@ -71,6 +71,15 @@ describe('uploads', () => {
     const stray = await post(form([['mapping', 'x'], ['file', new Blob(['a']), 'a.csv']]));
     expect(stray.status).toBe(400);
     expect(((await stray.json()) as { error: { issues: { field: string }[] } }).error.issues[0]!.field).toBe('body.mapping');
+    // A second file was dropped unsaid (busboy's file limit).
+    const before = readdirSync(dir).length;
+    const two = await post(form([['file', new Blob(['a']), 'a.csv'], ['file', new Blob(['b']), 'b.csv']]));
+    expect(two.status).toBe(400);
+    expect(((await two.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([expect.objectContaining({ field: 'body.file', rule: 'too_many_files' })]);
+    expect(readdirSync(dir).length).toBe(before);
+    const fields = await post(form([...Array.from({ length: 21 }, () => ['spec', 'x'] as [string, string]), ['file', new Blob(['a']), 'a.csv']]));
+    expect(fields.status).toBe(400);
+    expect(((await fields.json()) as { error: { issues: unknown[] } }).error.issues).toEqual([expect.objectContaining({ field: 'body', rule: 'too_many_fields' })]);
     const broken = await post('--nope\r\ncontent-disposition: form-data; name="file"\r\n', { 'content-type': 'multipart/form-data; boundary=nope' });
     expect(broken.status).toBe(400);
     const noBoundary = await post('x', { 'content-type': 'multipart/form-data' });

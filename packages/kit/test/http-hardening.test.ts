@@ -88,6 +88,13 @@ describe('an API process under hostile requests', () => {
     expect(data.headers.get('referrer-policy')).toBe('no-referrer');
     const health = await fetch(`${api.url}/healthz`, { headers: { 'x-request-id': 'probe-1' } });
     expect(health.headers.get('x-request-id')).toBe('probe-1');
+    // A path served, with a method it does not take: 405, the methods it takes, the same headers.
+    const put = await t.call('PUT', '/tasks');
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('POST, GET, HEAD');
+    expect(await put.json()).toEqual({ error: { code: 'method_not_allowed', message: expect.stringContaining('this path takes POST, GET, HEAD') } });
+    expect(put.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(put.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('answers a NUL character anywhere in a request with 400 naming the field, before an app route stores it', async () => {

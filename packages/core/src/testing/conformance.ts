@@ -1343,6 +1343,9 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await store.settleItems([outcome(ids[1]!, t2)]);
         await expect(retryEnded(task.id, rec.enqueue, { retryableOnly: true })).rejects.toMatchObject({ code: 'conflict' });
         await expect(retryEnded(task.id, rec.enqueue, { itemIds: [ids[0]!] })).rejects.toMatchObject({ code: 'conflict' });
+        // An id that is no item of the task is missing, not in the wrong state.
+        await expect(retryEnded(task.id, rec.enqueue, { itemIds: [randomUUID()] })).rejects.toMatchObject({ code: 'not_found', field: 'itemId' });
+        await expect(retryEnded(task.id, rec.enqueue, { itemIds: [ids[2]!, randomUUID()] })).rejects.toMatchObject({ code: 'not_found', field: 'itemId' });
         // One item named twice (once in capitals) is one item.
         const one = await retryEnded(task.id, rec.enqueue, { itemIds: [ids[2]!, ids[2]!.toUpperCase()] });
         expect(one).toMatchObject({ retried: 1, task: { round: 3, failed: 1, roundSettledAtStart: 3 } });

@@ -44,6 +44,14 @@ export function routerOf(
   for (const spec of specs) {
     mountRoute(app, spec, options.authenticate, { ...(options.bodyLimitBytes ? { bodyLimitBytes: options.bodyLimitBytes } : {}), ...(failedAttempts ? { failedAttempts } : {}) });
   }
+  // A path served, asked with a method it does not take: 405 with the methods it takes (after
+  // every route: a route of the method answers first).
+  const methods = new Map<string, Set<string>>();
+  for (const spec of specs) methods.set(spec.path, (methods.get(spec.path) ?? new Set()).add(spec.method.toUpperCase()));
+  for (const [path, taken] of methods) {
+    const allow = [...taken, ...(taken.has('GET') ? ['HEAD'] : [])].join(', ');
+    app.all(path, (c) => c.json({ error: { code: 'method_not_allowed', message: `${c.req.method} ${c.req.path}: this path takes ${allow}` } }, 405, { allow }));
+  }
   return app;
 }
 

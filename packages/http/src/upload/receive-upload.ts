@@ -33,6 +33,9 @@ export interface ReceivedFile {
 const issue = (status: 400 | 413 | 415, field: string, rule: string, message: string) =>
   new HttpError(status, status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request', `${field}: ${message}`, [{ field, rule, message }]);
 
+/** The most text fields an upload may carry. */
+const MAX_FIELDS = 20;
+
 /**
  * Receives a `multipart/form-data` upload and streams its file to disk while hashing it: the file
  * never sits whole in memory, and one over `maxBytes` is cut off at the limit (413) with nothing
@@ -56,7 +59,7 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
   let failure: HttpError | null = null;
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: { 'content-type': type }, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024 } });
+    parser = busboy({ headers: { 'content-type': type }, limits: { fileSize: options.maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: 64 * 1024 } });
   } catch (error) {
     // A multipart type without its boundary, say.
     throw issue(400, 'headers.content-type', 'invalid_multipart', `not a usable multipart/form-data type (${(error as Error).message})`);
@@ -73,6 +76,13 @@ export async function receiveUpload(c: Context, options: UploadOptions): Promise
     else if (info.valueTruncated) failure ??= issue(413, `body.${name}`, 'too_big', 'longer than 64 KB');
     else if (value.includes('\u0000')) failure ??= issue(400, `body.${name}`, 'nul_character', 'must not contain the NUL character (U+0000)');
     else fields[name] = value;
+  });
+  // A second file (busboy stops at `files: 1` and says so only here), or more fields than a form has.
+  parser.on('filesLimit', () => {
+    failure ??= issue(400, `body.${fieldName}`, 'too_many_files', `one file is expected, in the field "${fieldName}"`);
+  });
+  parser.on('fieldsLimit', () => {
+    failure ??= issue(400, 'body', 'too_many_fields', `more than ${MAX_FIELDS} fields`);
   });
   parser.on('file', (name, stream, info) => {
     if (name !== fieldName || writing) {

@@ -119,19 +119,20 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
       INSERT INTO fanout_ready (task_id, seq, item_id) SELECT ${taskId}::uuid, seq, id FROM back ON CONFLICT DO NOTHING
     )
     SELECT id, was FROM back`;
-  if (items.length === 0) {
-    const what = only
-      ? only.length === 1
-        ? `item ${only[0]} is not a failed item of task ${taskId}`
-        : `none of the given items is a failed item of task ${taskId}`
-      : retryableOnly
-        ? `task ${taskId} has no retryable failed items`
-        : `task ${taskId} has no failed items to retry`;
-    throw new FanoutError('conflict', what, { field: only ? 'itemId' : 'taskId' });
-  }
   if (only && items.length < only.length) {
+    // An id that is no item of this task is missing (404); one that is, is not failed (409).
     const retried = new Set(items.map((i) => i.id));
-    throw new FanoutError('conflict', `item ${only.find((id) => !retried.has(id))} is not a failed item of task ${taskId}`, { field: 'itemId' });
+    const left = only.filter((id) => !retried.has(id));
+    const known = new Set(
+      (await tx.$queryRaw<{ id: string }[]>`SELECT id::text FROM fanout_item WHERE task_id = ${taskId}::uuid AND id = ANY(${left}::uuid[])`).map((r) => r.id),
+    );
+    const unknown = left.find((id) => !known.has(id));
+    if (unknown) throw new FanoutError('not_found', `item ${unknown} is not an item of task ${taskId}`, { field: 'itemId' });
+    const what = items.length === 0 && only.length > 1 ? `none of the given items is a failed item of task ${taskId}` : `item ${left[0]} is not a failed item of task ${taskId}`;
+    throw new FanoutError('conflict', what, { field: 'itemId' });
+  }
+  if (items.length === 0) {
+    throw new FanoutError('conflict', retryableOnly ? `task ${taskId} has no retryable failed items` : `task ${taskId} has no failed items to retry`, { field: 'taskId' });
   }
   const failedBack = items.filter((i) => i.was === 'failed').length;
   const cancelledBack = items.length - failedBack;

@@ -229,7 +229,7 @@ describe('ASL extraction end to end (API and worker processes over HTTP)', { tim
     for (const cursor of ['nope', Buffer.from('2026-01-01T00:00:00.000Z x').toString('base64url'), Buffer.from(`2026-13-45T99:99:99.999Z ${id}`).toString('base64url'), Buffer.from(`2026-02-30T00:00:00.000Z ${id}`).toString('base64url')]) {
       const res = await t.call('GET', `/documents?cursor=${cursor}`);
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: { issues: { field: string }[] } }).error.issues.map((i) => i.field)).toEqual(['query.cursor']);
+      expect(((await res.json()) as { error: { issues: { field: string; rule: string }[] } }).error.issues.map((i) => [i.field, i.rule])).toEqual([['query.cursor', 'invalid_cursor']]);
     }
     // Another tenant's library is its own.
     expect(((await (await t.call('GET', '/documents', { token: TEST_TOKEN.b })).json()) as Page).documents).toEqual([]);

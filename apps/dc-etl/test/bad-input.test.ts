@@ -96,6 +96,7 @@ describe('bad input', () => {
     await expectError(await postLoad(t, small, ''), 400, 'body.spec', 'required');
     await expectError(await postLoad(t, { name: 'big.csv', bytes: Buffer.alloc(300_000, 'a') }, smallSpec), 413, 'body.file', 'too_big', /larger than the limit of 200000 bytes/);
     await expectError(await postLoad(t, small, smallSpec, { chunkRecords: 'ten' }), 400, 'body.chunkRecords', 'invalid_type');
+    await expectError(await postLoad(t, small, smallSpec, { chunkRecords: '0' }), 400, 'body.chunkRecords', 'too_small');
     // Sent without a length, 32 MB against the limit of 200 KB: the 413 comes once the limit is
     // passed, not after the client sent the rest.
     const chunked = await uploadChunked(`${t.apiUrl}/api/etl/uploads`, 32 * 1024 * 1024);
@@ -174,7 +175,15 @@ describe('bad input', () => {
     expect(failed.status).toBe('failed');
     expect(failed.error).toMatch(/0\.04% of the rows were rejected \(6 of 15524\), over the limit of 0\.01% \(thresholds\.maxRejectRate\); nothing was published/);
     expect((await t.pool.query('SELECT count(*)::int AS n FROM etl_target')).rows[0].n).toBe(0);
-    expect((await t.call('POST', `/loads/${failed.id}/publish`)).status).toBe(409);
+    const refused = await t.call('POST', `/loads/${failed.id}/publish`);
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as any).error.message).toMatch(/the load is failed; only a checked load \(ready\) can be published/);
+    // As the API's document says (a client generated from it knows the answer).
+    const document = await json(t.call('GET', '/openapi.json'));
+    for (const action of ['publish', 'discard']) {
+      const [, operations] = Object.entries(document.paths as Record<string, any>).find(([path]) => path.endsWith(`/loads/{id}/${action}`))!;
+      expect(operations.post.responses['409'], action).toBeDefined();
+    }
     // Its rejects are there to look at until it is discarded.
     expect((await json(t.call('GET', `/loads/${failed.id}/rejects`))).rejects).toHaveLength(6);
 

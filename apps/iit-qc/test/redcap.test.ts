@@ -135,7 +135,11 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
       ['answer', 'ANSWERED', 'team-a', 'Confirmed on the source document.'],
       ['close', 'CLOSED', 'team-a', 'Thanks.'],
     ]);
-    expect((await t.call('POST', `/queries/${q.id}/answer`, { body: { text: 'again' } })).status).toBe(409);
+    const again = await t.call('POST', `/queries/${q.id}/answer`, { body: { text: 'again' } });
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as any).error.message).toBe('a query that is CLOSED cannot be answered (only one that is OPEN)');
+    const reopen = await t.call('POST', `/queries/${q.id}/close`, { body: { text: 'twice' } });
+    expect(((await reopen.json()) as any).error.message).toBe('a query that is CLOSED cannot be closed (only one that is OPEN or ANSWERED)');
     // Another tenant sees none of it.
     expect((await t.call('GET', `/queries/${q.id}`, { token: TEST_TOKEN.b })).status).toBe(404);
     expect((await t.call('GET', `/studies/${studyId}/discrepancies`, { token: TEST_TOKEN.b })).status).toBe(404);
@@ -159,6 +163,9 @@ describe('a REDCap project: the data quality rules A-E and G', () => {
     const records = (await t.json('GET', `/runs/${second}/records?subject=${queried.subject}`)).records;
     expect(records.length).toBe(1);
     expect(JSON.parse(records[0].values).record_id).toBe(queried.subject);
+    const noSubject = await t.call('GET', `/runs/${second}/records`);
+    expect(noSubject.status).toBe(400);
+    expect(((await noSubject.json()) as any).error.message).toBe('query.subject: required: the subject whose records to show (USUBJID, or the record id of a REDCap project) (invalid_type)');
     const pageOne = await t.json('GET', `/runs/${second}/findings?limit=2`);
     expect(pageOne.findings.length).toBe(2);
     const pageTwo = await t.json('GET', `/runs/${second}/findings?limit=2&cursor=${pageOne.nextCursor}`);

@@ -19,7 +19,7 @@ const documentsQuery = z
     cursor: z
       .string()
       .max(200)
-      .refine((c) => decodeCursor(c) !== null, { error: 'not a cursor this API returned (pass nextCursor from the previous page)' })
+      .refine((c) => decodeCursor(c) !== null, { error: 'not a cursor this API returned (pass nextCursor from the previous page)', params: { rule: 'invalid_cursor' } })
       .optional(),
   })
   .strict();

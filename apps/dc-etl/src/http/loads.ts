@@ -197,7 +197,10 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
           let chunkRecords: number | undefined;
           if (fields.chunkRecords !== undefined) {
             const parsed = chunkRecordsField.safeParse(fields.chunkRecords);
-            if (!parsed.success) throw new HttpError(400, 'invalid_request', `body.chunkRecords: ${parsed.error.issues[0]!.message}`, [{ field: 'body.chunkRecords', rule: 'invalid_type', message: parsed.error.issues[0]!.message }]);
+            if (!parsed.success) {
+              const issue = parsed.error.issues[0]!;
+              throw new HttpError(400, 'invalid_request', `body.chunkRecords: ${issue.message}`, [{ field: 'body.chunkRecords', rule: issue.code, message: issue.message }]);
+            }
             chunkRecords = parsed.data;
           }
           await inspectReceived(file, compiled);
@@ -451,7 +454,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       path: '/loads/:id/publish',
       summary: 'Publish a checked load (status ready) in one transaction; publishing a published load again changes nothing',
       params: idParams,
-      responses: { 200: z.object({ id: z.uuid(), status: z.string(), published: z.number() }) },
+      responses: { 200: z.object({ id: z.uuid(), status: z.string(), published: z.number() }), 409: errorSchema },
       async handler(c, { params }) {
         await ownedLoad(c, pool, params.id);
         try {
@@ -468,7 +471,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
       path: '/loads/:id/discard',
       summary: 'Discard a finished load: its published rows, staging, rejects, duplicates, profile and files are removed',
       params: idParams,
-      responses: { 200: z.object({ id: z.uuid(), status: z.literal('discarded') }) },
+      responses: { 200: z.object({ id: z.uuid(), status: z.literal('discarded') }), 409: errorSchema },
       async handler(c, { params }) {
         await ownedLoad(c, pool, params.id);
         try {

@@ -1,15 +1,15 @@
-import { HttpError, route, type RouteSpec } from '@fanout/http';
+import { errorSchema, HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import { cursor, idParams, limit, ownedStudy, pageOf, tenantOf } from './common.ts';
 
 const STATUSES = ['OPEN', 'ANSWERED', 'CLOSED'] as const;
 /** Which action moves a query from which status to which. */
-const MOVES: Record<string, { from: readonly string[]; to: (typeof STATUSES)[number] }> = {
-  answer: { from: ['OPEN'], to: 'ANSWERED' },
-  close: { from: ['OPEN', 'ANSWERED'], to: 'CLOSED' },
-  reopen: { from: ['ANSWERED', 'CLOSED'], to: 'OPEN' },
-  comment: { from: ['OPEN', 'ANSWERED', 'CLOSED'], to: 'OPEN' },
+const MOVES: Record<string, { from: readonly string[]; to: (typeof STATUSES)[number]; done: string }> = {
+  answer: { from: ['OPEN'], to: 'ANSWERED', done: 'answered' },
+  close: { from: ['OPEN', 'ANSWERED'], to: 'CLOSED', done: 'closed' },
+  reopen: { from: ['ANSWERED', 'CLOSED'], to: 'OPEN', done: 'reopened' },
+  comment: { from: ['OPEN', 'ANSWERED', 'CLOSED'], to: 'OPEN', done: 'commented on' },
 };
 
 const eventSchema = z.object({ action: z.string(), status: z.enum(STATUSES), by: z.string(), text: z.string(), at: z.iso.datetime() });
@@ -129,7 +129,7 @@ export function queryRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       summary: 'Move a query: answer (OPEN to ANSWERED), close, reopen, or comment; { text } is kept in its history',
       params: z.object({ id: z.uuid(), action: z.enum(['answer', 'close', 'reopen', 'comment']) }),
       body: z.object({ text: z.string().trim().min(1).max(4000) }).strict(),
-      responses: { 200: querySchema, 409: z.unknown() },
+      responses: { 200: querySchema, 409: errorSchema },
       async handler(c, { params, body }) {
         const move = MOVES[params.action]!;
         const client = await pool.connect();
@@ -137,7 +137,7 @@ export function queryRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
           await client.query('BEGIN');
           const { rows } = await client.query('SELECT status FROM qc_query WHERE id = $1 AND tenant = $2 FOR UPDATE', [params.id, tenantOf(c)]);
           if (!rows[0]) throw new HttpError(404, 'not_found', `query ${params.id} not found`);
-          if (!move.from.includes(rows[0].status)) throw new HttpError(409, 'conflict', `a query that is ${rows[0].status} cannot be ${params.action === 'answer' ? 'answered' : `${params.action}d`.replace('closed', 'closed')}`);
+          if (!move.from.includes(rows[0].status)) throw new HttpError(409, 'conflict', `a query that is ${rows[0].status} cannot be ${move.done} (only one that is ${move.from.join(' or ')})`);
           const to = params.action === 'comment' ? rows[0].status : move.to;
           await client.query('UPDATE qc_query SET status = $2, updated_at = now() WHERE id = $1', [params.id, to]);
           await client.query('INSERT INTO qc_query_event (id, query_id, action, status, by, text) VALUES (gen_random_uuid(), $1, $2, $3, $4, $5)', [params.id, params.action, to, tenantOf(c), body.text]);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { HttpError, route, type RouteSpec } from '@fanout/http';
+import { errorSchema, HttpError, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import { currentMetadata } from '../data/import.ts';
@@ -64,7 +64,7 @@ export function ruleSetRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       summary: 'Upload a rule set (YAML in `source`): each rule is checked and its CEL compiled; a bad rule is refused (400) with its id and the position of the error. A name uploaded again becomes its next version',
       params: idParams,
       body: z.object({ source: z.string().min(1).max(5_000_000) }).strict(),
-      responses: { 201: ruleSetSchema, 400: z.unknown() },
+      responses: { 201: ruleSetSchema, 400: errorSchema },
       async handler(c, { params, body }) {
         const study = await ownedStudy(pool, c, params.id);
         try {

@@ -66,7 +66,7 @@ export function runViewRoutes({ pool }: { pool: pg.Pool }): RouteSpec[] {
       path: '/runs/:id/records',
       summary: "A subject's records as the run checked them (the snapshot's dataset versions), optionally of one dataset: the drill-down from a finding",
       params: idParams,
-      query: z.object({ subject: z.string().min(1).max(200), dataset: z.string().min(1).max(100).optional(), limit, cursor }).strict(),
+      query: z.object({ subject: z.string({ error: (issue) => (issue.input === undefined ? 'required: the subject whose records to show (USUBJID, or the record id of a REDCap project)' : undefined) }).min(1).max(200), dataset: z.string().min(1).max(100).optional(), limit, cursor }).strict(),
       responses: { 200: z.object({ records: z.array(z.object({ dataset: z.string(), recno: z.number().int(), values: z.string() })), nextCursor: z.string().nullable() }) },
       async handler(c, { params, query }) {
         const run = await ownedRun(pool, c, params.id);

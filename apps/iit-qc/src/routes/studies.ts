@@ -1,4 +1,4 @@
-import { HttpError, receiveUpload, route, type RouteSpec } from '@fanout/http';
+import { errorSchema, HttpError, receiveUpload, route, type RouteSpec } from '@fanout/http';
 import type pg from 'pg';
 import { z } from 'zod';
 import { importUpload } from '../data/import.ts';
@@ -51,7 +51,7 @@ export function studyRoutes({ pool, uploadDir, storageDir, maxUploadBytes, maxIn
       path: '/studies',
       summary: 'Create a study (SDTM datasets or a REDCap project)',
       body: z.object({ name: z.string().trim().min(1).max(200), standard: z.enum(['sdtm', 'redcap']) }).strict(),
-      responses: { 201: studySchema, 409: z.unknown() },
+      responses: { 201: studySchema, 409: errorSchema },
       async handler(c, { body }) {
         const { rows } = await pool.query('INSERT INTO qc_study (id, tenant, name, standard) VALUES (gen_random_uuid(), $1, $2, $3) ON CONFLICT (tenant, name) DO NOTHING RETURNING *', [tenantOf(c), body.name, body.standard]);
         if (!rows[0]) throw new HttpError(409, 'conflict', `body.name: you already have a study named "${body.name}"`, [{ field: 'body.name', rule: 'unique', message: 'a study of this name exists' }]);
@@ -99,7 +99,7 @@ export function studyRoutes({ pool, uploadDir, storageDir, maxUploadBytes, maxIn
       summary:
         'Upload a file (multipart, field "file"): an SDTM dataset (XPT or CSV, optionally gzip-compressed), define.xml, or a REDCap data dictionary and records export (CSV). Parsed, typed and stored in one transaction; a file that does not parse is refused (400) and nothing of it is kept; over the size limit, 413',
       params: idParams,
-      responses: { 201: z.object({ datasets: z.array(datasetSchema.pick({ id: true, name: true, domain: true, format: true, version: true, records: true, sha256: true })) }), 400: z.unknown(), 413: z.unknown(), 415: z.unknown() },
+      responses: { 201: z.object({ datasets: z.array(datasetSchema.pick({ id: true, name: true, domain: true, format: true, version: true, records: true, sha256: true })) }), 400: errorSchema, 413: errorSchema, 415: errorSchema },
       async handler(c, { params }) {
         const study = await ownedStudy(pool, c, params.id);
         const { file, fields } = await receiveUpload(c, { dir: uploadDir, maxBytes: maxUploadBytes, fields: ['kind', 'name'] });

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { evaluateSubject } from './rules/engine.ts';
 import { finishRun } from './run/finish.ts';
 import { startStudyChecks } from './run/study-checks.ts';
-import { loadSubject, runContext, runInputIssues, runPrepared, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
+import { loadSubject, runContext, runInputIssues, runLabel, runPrepared, runSubjects, saveSubject, snapshotRun } from './run/run-store.ts';
 import type { AgentReview } from './review/agent-review.ts';
 
 export const qcInput = z.object({
@@ -46,7 +46,7 @@ export function qcRun(options: QcOptions) {
     item: qcItem,
     result: z.object({ records: z.number().int(), findings: z.number().int(), errors: z.number().int() }),
     options: { child: { retryDelaySeconds: 2 } },
-    summarize: () => 'QC run',
+    summarize: (input, { tenant }) => runLabel(pool, tenant, input),
     // A study that is not the tenant's, or a rule set of another study, is refused at submit.
     checkInput: (input, { tenant }) => runInputIssues(pool, tenant ?? '', input),
     async *listItems(input, ctx) {

@@ -198,6 +198,8 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
       return task.status === 'failed' ? task : null;
     }, { timeoutMs: 60_000, message: 'the run failed' });
     expect(ended).toMatchObject({ stopReason: 'manager_failed', error: expect.stringContaining('the study has no datasets to check') });
+    // Named in lists by its study and its rule set's version.
+    expect(ended.summary).toBe('QC run: data gone · age v1');
     // Its fan-in is done (it was retried every half minute for as long as the task was kept).
     await waitFor(async () => (await t.rt.db.pool.query<{ done: boolean }>('SELECT fanin_round >= round AS done FROM fanout_task WHERE id = $1', [runId])).rows[0]!.done, {
       timeoutMs: 30_000,

@@ -66,6 +66,17 @@ export async function runInputIssues(pool: pg.Pool, tenant: string, input: { stu
   return issues;
 }
 
+/** A run as lists name it: its study and its rule set's version ("CDISCPILOT01 · pilot rules v2"). */
+export async function runLabel(pool: pg.Pool, tenant: string | null, input: { studyId: string; ruleSetId: string }): Promise<string> {
+  const { rows } = await pool.query<{ study: string | null; rules: string | null }>(
+    `SELECT (SELECT name FROM qc_study WHERE id = $1 AND tenant = $3) AS study,
+            (SELECT name || ' v' || version FROM qc_rule_set WHERE id = $2 AND tenant = $3) AS rules`,
+    [input.studyId, input.ruleSetId, tenant],
+  );
+  const { study, rules } = rows[0]!;
+  return study && rules ? `QC run: ${study} · ${rules}` : 'QC run';
+}
+
 /** What a run does not check (the study's metadata): left out of the datasets a run needs. */
 const METADATA_FORMATS = ['define', 'dictionary'];
 

@@ -104,7 +104,7 @@ export interface ChildQueueOptions {
   heartbeatSeconds?: number;
 }
 
-/** What `checkInput` is told of the submit. */
+/** What `checkInput` and `summarize` are told of the submit. */
 export interface CheckInputContext {
   /** The tenant the task would belong to (`submit`'s `tenant` option). */
   tenant: string | null;
@@ -152,9 +152,11 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
   runItem(item: z.output<TItemSchema>, ctx: ItemContext): Promise<TResult> | TResult;
   /**
    * The input in a few words for lists and dashboards ("12 papers"), stored with the task at
-   * submit. Keep it short (it is cut at 200 characters) and free of anything secret.
+   * submit. Keep it short (it is cut at 200 characters) and free of anything secret. It may read
+   * what the input names ("CDISCPILOT01 · pilot rules v2"): it is told the tenant, and may resolve
+   * later; one that throws leaves the task without a summary (logged), the submit goes on.
    */
-  summarize?(input: z.output<TInputSchema>): string;
+  summarize?(input: z.output<TInputSchema>, ctx: CheckInputContext): string | Promise<string>;
   /**
    * Checks a submit's input against what is stored, before anything is: that the study it names is
    * the tenant's, that the rule set belongs to that study. Return the problems found, each naming a

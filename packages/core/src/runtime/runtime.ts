@@ -527,7 +527,7 @@ export class Fanout implements AsyncDisposable {
       maxFailures: limits.maxFailures,
       maxFailureRatio: limits.maxFailureRatio,
       deadlineAt: limits.deadlineMs === null ? null : new Date(Date.now() + limits.deadlineMs),
-      summary: summaryOf(def, parsed, this.logger),
+      summary: await summaryOf(def, parsed, tenant, this.logger),
       idempotencyKey: key,
       priority,
       // What the key stands for: the same key with other input or options is another request.
@@ -1086,10 +1086,10 @@ async function checkInput(definition: AnyFanoutDefinition, input: unknown, tenan
 }
 
 /** The definition's summary of an input, cut to 200 characters; a failing `summarize` is logged, not thrown. */
-function summaryOf(definition: AnyFanoutDefinition, input: unknown, logger: Logger): string | null {
+async function summaryOf(definition: AnyFanoutDefinition, input: unknown, tenant: string | null, logger: Logger): Promise<string | null> {
   if (!definition.summarize) return null;
   try {
-    const text = String(definition.summarize(input)).trim();
+    const text = String(await definition.summarize(input, { tenant })).trim();
     return text.length > 200 ? `${text.slice(0, 199)}…` : text || null;
   } catch (error) {
     logger.warn('summarize failed; the task has no summary', { definition: definition.name, ...errorFields(error) });

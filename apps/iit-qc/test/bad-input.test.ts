@@ -50,6 +50,19 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     expect(incoming()).toBe(0);
   });
 
+  it("refuses a dataset whose records' DOMAIN is not the domain its name says, keeping nothing", async () => {
+    const own = await t.study('domains', 'sdtm');
+    const dm = readFileSync(join(PILOT, 'dm.xpt'));
+    await refused(await t.upload(own, 'dm.xpt', dm, { name: 'AE' }), 400, 'body.name', 'domain_mismatch', /records are of the domain DM \(its DOMAIN variable\), but the dataset is named AE/);
+    const csv = new TextEncoder().encode('STUDYID,DOMAIN,USUBJID,AETERM\nX,DM,01-701-1015,HEADACHE\n');
+    await refused(await t.upload(own, 'ae.csv', csv), 400, 'body.file', 'domain_mismatch', /domain DM .* named AE/);
+    expect((await t.json('GET', `/studies/${own}/datasets`)).datasets).toEqual([]);
+    // A split dataset is named from its domain: LBXX's records are LB's.
+    expect((await t.upload(own, 'lbxx.csv', new TextEncoder().encode('STUDYID,DOMAIN,USUBJID,LBTESTCD\nX,LB,01-701-1015,ALT\n'))).status).toBe(201);
+    expect((await t.json('GET', `/studies/${own}/datasets`)).datasets).toEqual([expect.objectContaining({ name: 'LBXX', domain: 'LB' })]);
+    expect(incoming()).toBe(0);
+  });
+
   it('refuses a CSV with a wrong header, and one with a malformed line', async () => {
     const wrong = await t.upload(studyId, 'ae.csv', new TextEncoder().encode('STUDYID,Subject Id,AETERM\nX,01-701-1015,HEADACHE\n'));
     expect(wrong.status).toBe(400);

@@ -203,8 +203,17 @@ async function importReceived(pool: pg.Pool, study: Study, file: ReceivedFile, o
       let batch: { recno: number; subject: string | null; row: Row }[] = [];
       for await (const row of parsed.rows()) {
         recno++;
-        // The DOMAIN variable names the domain of a split dataset (LBCH is LB).
-        if (recno === 1 && typeof row.DOMAIN === 'string' && row.DOMAIN.trim() !== '' && !fromDefine) domain = row.DOMAIN.trim().toUpperCase();
+        // The DOMAIN variable names the domain of a split dataset (LBCH is LB), and a dataset's
+        // name starts with its domain: DM's records named AE would be checked by AE's rules.
+        if (recno === 1 && typeof row.DOMAIN === 'string' && row.DOMAIN.trim() !== '' && !fromDefine) {
+          domain = row.DOMAIN.trim().toUpperCase();
+          if (!name.startsWith(domain)) {
+            throw new UnreadableFileError(`the file's records are of the domain ${domain} (its DOMAIN variable), but the dataset is named ${name}: a dataset's name starts with its domain (LBCH is LB)`, {
+              field: options.name ? 'body.name' : 'body.file',
+              rule: 'domain_mismatch',
+            });
+          }
+        }
         const subject = typeof row.USUBJID === 'string' && row.USUBJID !== '' ? row.USUBJID : null;
         batch.push({ recno, subject, row });
         if (batch.length >= BATCH) {

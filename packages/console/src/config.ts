@@ -142,8 +142,8 @@ export interface TaskActionSpec {
   /**
    * Offered only while the app's answer at `path` (under the API base, `{id}` the task's) has
    * `field` (a dotted path) equal to one of `values`: "Publish" while `/loads/{id}` says its status
-   * is `ready`. Asked once `when` holds, again as the task moves, and after any of the task's app
-   * actions ran; not offered while unknown.
+   * is `ready`. Asked once `when` holds, again when the task's status or round changes, and after
+   * any of the task's app actions ran; not offered while unknown.
    */
   whenApp?: { path: string; field: string; values: string[] };
   confirm?: string;

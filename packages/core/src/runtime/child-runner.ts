@@ -93,8 +93,8 @@ export class ChildRunner {
   /** The handlers running at once (`worker.concurrency`). */
   readonly #limit: LocalLimit;
   /**
-   * The items this process holds at once: the handlers, and a few claimed ahead that wait for
-   * one. A handler that ends starts the next held item at once, while the claim that replaces it
+   * The items this process holds at once: the handlers (a handler no longer waited for among
+   * them, until it returns), and a few claimed ahead that wait for one. A handler that ends starts the next held item at once, while the claim that replaces it
    * is on its way, instead of leaving its slot idle for the round trips of a job and a claim.
    */
   readonly #held: LocalLimit;
@@ -105,7 +105,7 @@ export class ChildRunner {
   readonly #settles: GroupCommit<Outcome>;
   /** Transient failures handed back for a later attempt, group-committed too. */
   readonly #releases: GroupCommit<Release>;
-  /** Items claimed whose handler has not ended (waiting for a handler, or running). */
+  /** Items claimed whose attempt is under way: waiting for a handler, or running until its handler returns or is no longer waited for. */
   readonly #running = new PhaseCount();
   /** Items that have run and whose outcome (or release) is not stored yet. */
   readonly #recording = new PhaseCount();
@@ -154,7 +154,10 @@ export class ChildRunner {
     ctx.shutdown.addEventListener('abort', () => this.#leases.abortAll('shutdown'), { once: true });
   }
 
-  /** Resolves once every handler of this process has run and its outcome (or release) is stored (or has failed). */
+  /**
+   * Resolves once every attempt of this process has ended and its outcome (or release) is stored
+   * (or has failed): each handler has returned, or was no longer waited for (see `ABANDON_AFTER_MS`).
+   */
   async drain(): Promise<void> {
     await this.#running.atMost(0);
     await this.#recording.atMost(0);
@@ -363,11 +366,17 @@ export class ChildRunner {
           // Its handler runs on: it keeps its place among this process's handlers until it
           // returns, so handlers that ignore their signals cannot pile up past the concurrency.
           tel.inContext(() =>
-            ctx.logger.warn(`a handler ignored its signal: still running ${ABANDON_AFTER_MS / 1000} s after its attempt was stopped (${attempt.why}); its item is ended as stopped, and the handler keeps its place among this process's handlers until it returns`, itemFields(item)),
+            ctx.logger.warn(
+              `a handler ignored its signal: still running ${ABANDON_AFTER_MS / 1000} s after its attempt was stopped (${attempt.why}); its item is ended as stopped (and may run again while this handler runs on), and the handler keeps its place among this process's handlers until it returns`,
+              itemFields(item),
+            ),
           );
+          // Its place among the items this process holds too (`#held`, which sizes its claims):
+          // else a process whose handlers all hang would go on claiming items it cannot start.
           const free = () => {
             ctx.stats.inFlight--;
             this.#limit.release();
+            this.#held.release();
           };
           handling.then(free, free);
         } else {
@@ -416,7 +425,7 @@ export class ChildRunner {
     } finally {
       clearTimeout(expiry);
       if (startedAt !== null) this.#itemRan(performance.now() - startedAt);
-      this.#held.release();
+      if (!attempt.abandoned) this.#held.release();
     }
     return { outcome, release, durationMs: startedAt === null ? null : performance.now() - startedAt };
   }

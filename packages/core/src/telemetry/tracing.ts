@@ -124,7 +124,8 @@ export class ItemTelemetry {
   readonly #span: Span | null = null;
   readonly #ctx: Context = ROOT_CONTEXT;
   readonly #recording: boolean = false;
-  #running = false;
+  /** The attempt is over and its span ended (`end`); a handler no longer waited for may still run. */
+  #ended = false;
 
   constructor(
     deps: ItemTelemetryDeps,
@@ -172,15 +173,14 @@ export class ItemTelemetry {
    */
   async handler<T>(fn: () => Promise<T> | T): Promise<T> {
     this.#metrics.handlerStarted(this.#item.kind);
-    this.#running = true;
     // Timed only for a recording span (without an SDK, nothing here reads the clock).
     const started = this.#recording ? performance.now() : 0;
     try {
       return this.#span ? await context.with(this.#ctx, fn) : await fn();
     } finally {
-      this.#running = false;
+      // (A handler no longer waited for ends after its attempt did: it counted as running until now.)
       this.#metrics.handlerEnded(this.#item.kind);
-      if (this.#recording) this.#span!.setAttribute(ATTR.handlerMs, Math.round(performance.now() - started));
+      if (this.#recording && !this.#ended) this.#span!.setAttribute(ATTR.handlerMs, Math.round(performance.now() - started));
     }
   }
 
@@ -264,8 +264,7 @@ export class ItemTelemetry {
 
   /** The attempt is over (its outcome or release stored, or given up): the item span ends. */
   end(error?: unknown): void {
-    if (this.#running) this.#metrics.handlerEnded(this.#item.kind);
-    this.#running = false;
+    this.#ended = true;
     if (!this.#span) return;
     if (error !== undefined) recordError(this.#span, error);
     this.#span.end();

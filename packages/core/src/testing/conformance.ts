@@ -953,6 +953,7 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         await harness.tamperCounters(part.task.id, { total: 10 });
         await store.settleItems([outcome(part.ids[0]!, t2), outcome(part.ids[1]!, t2, 'failed')]);
         expect(await store.reconcile(part.task.id)).toMatchObject({ finished: false, task: { status: 'stopping', stopReason: 'failure_threshold' } });
+        expect((await store.getTask(part.task.id))?.completedAt).toBeNull();
         const stopped = await store.stopTask(part.task.id, 'failure_threshold', 'too many failures');
         expect(stopped?.task).toMatchObject({ status: 'failed', finished: true, succeeded: 1, failed: 1, cancelled: 1 });
       });

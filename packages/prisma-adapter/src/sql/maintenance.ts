@@ -152,12 +152,18 @@ export async function reconcileTask(tx: PrismaQueryable, taskId: string): Promis
   const [after] = await tx.$queryRaw<TaskRow[]>`
     UPDATE fanout_task SET total = ${c.total}::int, succeeded = ${c.succeeded}::int, failed = ${c.failed}::int,
       cancelled = ${c.cancelled}::int, updated_at = now(),
-      stop_reason = fanout_next_stop_reason(stop_reason,
-                      fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)),
+      -- (A finished task keeps its reason: only an unfinished one is stopped.)
+      stop_reason = CASE WHEN status IN ('running', 'stopping')
+                         THEN fanout_next_stop_reason(stop_reason,
+                                fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio))
+                         ELSE stop_reason END,
       status = fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${settledCount}::int, ${c.total}::int,
                  fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)),
-      completed_at = CASE WHEN fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${settledCount}::int, ${c.total}::int,
-                             fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio)) <> status
+      -- Set when it finishes here (not when it is only stopping).
+      completed_at = CASE WHEN status NOT IN ('completed', 'failed', 'cancelled')
+                           AND fanout_next_status(status, stop_reason, dispatched_at IS NOT NULL, ${settledCount}::int, ${c.total}::int,
+                                 fanout_over_limit(${c.failed}::int, ${c.total}::int, dispatched_at IS NOT NULL, max_failures, max_failure_ratio))
+                               IN ('completed', 'failed', 'cancelled')
                           THEN now() ELSE completed_at END
     WHERE id = ${taskId}::uuid
     RETURNING *`;

@@ -43,8 +43,9 @@ function useAppAnswers(specs: TaskActionSpec[], taskId: string, version: string)
 
 /**
  * What can be done with the task now; an action that does not apply is not offered. `version`
- * changes as the task moves or the app's state of it may have (`appDone`: one of the app's actions
- * on the task ran).
+ * changes with the task's status or round, or once the app's state of it may have (`appDone`: one
+ * of the app's actions on the task ran): not with every item settled, so an answer is not asked
+ * again (and the one on its way aborted) faster than it comes.
  */
 export function TaskActions({ task, counts, version, done, appDone }: { task: TaskView; counts: ItemCounts | null; version: string; done(): void; appDone(): void }) {
   const { config } = useApp();

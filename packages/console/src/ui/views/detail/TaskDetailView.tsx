@@ -211,7 +211,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
         <ProgressBar task={task} large />
         <p class="muted progress-words">{progressText(task)}</p>
         <TaskFacts task={task} now={now} />
-        <TaskActions task={task} counts={counts} version={`${signature(task)}/${appTurn}`} done={refresh} appDone={appDone} />
+        <TaskActions task={task} counts={counts} version={`${task.status}:${task.round}/${appTurn}`} done={refresh} appDone={appDone} />
       </section>
 
       <section class="panel" aria-labelledby="counts-heading">

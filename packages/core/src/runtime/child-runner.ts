@@ -393,6 +393,10 @@ export class ChildRunner {
         // Another worker owns the item now.
         outcome = null;
         tel.inContext(() => ctx.logger.warn('lost the claim of an item: its lease lapsed while it ran, and another worker may run it', itemFields(item)));
+      } else if (why === 'expired' && startedAt === null) {
+        // Claimed ahead, it waited its whole expiry for a handler of this process (all busy, or
+        // hung) and never ran: it goes back without using up an attempt, for this process or another.
+        release = { error: { code: 'no_handler', message: `waited ${definition.resolved.child.expireInSeconds} s for a handler of its process and never started`, attempt: item.attempt }, delayMs: 0, refund: true };
       } else if (why === 'shutdown') {
         // Not a failure: the item goes back at once, and the attempt it was on does not count (a
         // rolling deploy must not use up items' attempts). If the store cannot be reached, the

@@ -1,4 +1,4 @@
-import { FanoutError } from '@fanout/core';
+import { FanoutError, PermanentError } from '@fanout/core';
 import { describe, expect, it } from 'vitest';
 import { finished, testApp, waitFor } from './fixtures/harness.ts';
 
@@ -111,6 +111,28 @@ describe('task controls', () => {
     // Round 2's fan-in does not wait out the 30 s round 1's failures were to wait before their next try.
     await waitFor(() => fanIns.length === 1, { message: "round 2's fan-in", timeoutMs: 15_000 });
     expect(fanIns).toEqual(['2 completed']);
+  });
+
+  it('a fan-in that throws a PermanentError is done for its round: not run again', async () => {
+    let runs = 0;
+    await using t = await testApp({
+      work: true,
+      onFinish: async () => {
+        runs++;
+        throw new PermanentError('the report it writes has nowhere to go', { code: 'no_report' });
+      },
+    });
+    const { app } = t;
+    const reported: string[] = [];
+    app.fanout.events.on('error', (e) => void reported.push((e.error as Error).message));
+    const task = await app.fanout.submit('test_batch', { count: 3 });
+    await finished(t, task.id);
+    await waitFor(async () => (await app.prisma.$queryRaw<{ done: boolean }[]>`SELECT fanin_round >= round AS done FROM fanout_task WHERE id = ${task.id}::uuid`)[0]!.done, { message: 'the round recorded' });
+    // Later passes find nothing to run.
+    await app.fanout.runMaintenance();
+    await app.fanout.runMaintenance();
+    expect(runs).toBe(1);
+    expect(reported).toContain('the report it writes has nowhere to go');
   });
 
   it("a retried round gets the definition's deadline from the retry, unless the retry gives one (or none)", async () => {

@@ -168,7 +168,11 @@ export interface FanoutDefinitionInput<TInputSchema extends z.ZodType, TItemSche
    * `listItems` still has to refuse what it cannot use.
    */
   checkInput?(input: z.output<TInputSchema>, ctx: CheckInputContext): Promise<readonly InputIssue[] | void> | readonly InputIssue[] | void;
-  /** The fan-in hook: runs once when the task ends (once per round after a retry-failed). */
+  /**
+   * The fan-in hook: runs once when the task ends (once per round after a retry-failed). One that
+   * throws is run again by a later maintenance pass, unless it throws a `PermanentError` (what it
+   * needs is gone): the round is then done, the error logged and reported, and it is not run again.
+   */
   onFinish?(task: FinishedTask, ctx: FanInContext): Promise<void> | void;
   /**
    * The purge hook: deletes what the app keeps of tasks whose details are being deleted, by

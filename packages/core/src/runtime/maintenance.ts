@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { FanoutError } from '../errors/errors.ts';
+import { FanoutError, PermanentError } from '../errors/errors.ts';
 import { isTerminalTaskStatus, type TaskRecord } from '../store/types.ts';
 import type { RuntimeContext } from './context.ts';
 import { childLogger, errorFields, itemFields, taskFields } from './logger.ts';
@@ -391,6 +391,15 @@ export async function runClaimedFanIn(ctx: RuntimeContext, task: TaskRecord, tok
     return true;
   } catch (error) {
     clearInterval(renew);
+    // A PermanentError says that trying again cannot help (what the hook needs is gone): the round
+    // is recorded as done, once, and said; anything else is tried again by a later pass.
+    if (error instanceof PermanentError) {
+      ctx.logger.error('fan-in hook failed for good (a PermanentError); it is not run again for this round', { ...taskFields(task), round: task.round, ...errorFields(error) });
+      ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));
+      // (Not recorded, the store out of reach: a later pass runs the hook again.)
+      await complete().catch((failure: unknown) => ctx.reportError(failure, `recording the fan-in of task ${task.id}`, taskFields(task)));
+      return true;
+    }
     ctx.logger.error('fan-in hook failed; it will be retried', { ...taskFields(task), round: task.round, ...errorFields(error) });
     await ctx.store.releaseFanIn(task.id, token, Math.min(leaseMs, 30_000));
     ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));

@@ -372,7 +372,8 @@ export class ChildRunner {
             ),
           );
           // Its place among the items this process holds too (`#held`, which sizes its claims):
-          // else a process whose handlers all hang would go on claiming items it cannot start.
+          // a process whose handlers all hang claims no more than its few items ahead (which
+          // expire waiting, and use up their attempts), not a claim's worth each time.
           const free = () => {
             ctx.stats.inFlight--;
             this.#limit.release();
@@ -393,10 +394,6 @@ export class ChildRunner {
         // Another worker owns the item now.
         outcome = null;
         tel.inContext(() => ctx.logger.warn('lost the claim of an item: its lease lapsed while it ran, and another worker may run it', itemFields(item)));
-      } else if (why === 'expired' && startedAt === null) {
-        // Claimed ahead, it waited its whole expiry for a handler of this process (all busy, or
-        // hung) and never ran: it goes back without using up an attempt, for this process or another.
-        release = { error: { code: 'no_handler', message: `waited ${definition.resolved.child.expireInSeconds} s for a handler of its process and never started`, attempt: item.attempt }, delayMs: 0, refund: true };
       } else if (why === 'shutdown') {
         // Not a failure: the item goes back at once, and the attempt it was on does not count (a
         // rolling deploy must not use up items' attempts). If the store cannot be reached, the

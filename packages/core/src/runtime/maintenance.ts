@@ -397,7 +397,11 @@ export async function runClaimedFanIn(ctx: RuntimeContext, task: TaskRecord, tok
       ctx.logger.error('fan-in hook failed for good (a PermanentError); it is not run again for this round', { ...taskFields(task), round: task.round, ...errorFields(error) });
       ctx.reportError(error, `fan-in of task ${task.id}`, taskFields(task));
       // (Not recorded, the store out of reach: a later pass runs the hook again.)
-      await complete().catch((failure: unknown) => ctx.reportError(failure, `recording the fan-in of task ${task.id}`, taskFields(task)));
+      const recorded = await complete().catch((failure: unknown) => {
+        ctx.reportError(failure, `recording the fan-in of task ${task.id}`, taskFields(task));
+        return true;
+      });
+      if (!recorded) ctx.logger.warn('the fan-in ran, but its lease had passed to another process, which runs it again', { ...taskFields(task), round: task.round });
       return true;
     }
     ctx.logger.error('fan-in hook failed; it will be retried', { ...taskFields(task), round: task.round, ...errorFields(error) });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { artifactsDir, launchBrowser, seriousViolations, signIn } from '@fanout/browser-testing';
 import { waitFor } from '@fanout/testdb';
 import { describe, expect, it } from 'vitest';
-import { dataPath, etlTest, fileOf, json, runLoad, specText } from './harness.ts';
+import { dataPath, etlTest, fileOf, json, postLoad, runLoad, specText } from './harness.ts';
 
 const shots = artifactsDir('dc-etl-console');
 
@@ -44,10 +44,12 @@ describe('the ETL console', () => {
       await page.getByRole('region', { name: 'Load, table' }).getByText('published', { exact: true }).waitFor();
       expect(new URL(page.url()).hash).toBe(`#/tasks/${load.id}`);
 
-      // A load held for publishing: Publish is offered while it is ready, and once it ran the
-      // load's panel says published without a reload and the button is gone.
-      const held = await runLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml', { publish: { auto: false } }), { chunkRecords: '8000' });
-      expect(held.status).toBe('ready');
+      // A load held for publishing, watched from its start: its fan-in makes it ready as its task
+      // ends, and the page shows it and offers Publish without a reload. Once Publish ran, the
+      // load's panel says published and the button is gone.
+      const posted = await postLoad(t, fileOf(dataPath('medicaldata/covid_testing_deid.csv.gz')), specText('covid.yaml', { publish: { auto: false } }), { chunkRecords: '8000' });
+      expect(posted.status).toBe(202);
+      const held = (await posted.json()) as { id: string };
       await page.goto(`${t.apiUrl}/#/tasks/${held.id}`);
       const heldOverview = page.getByRole('region', { name: 'Load, table' });
       await heldOverview.getByText('ready', { exact: true }).waitFor();

@@ -22,6 +22,9 @@ import { TablePanelView } from '../app/TablePanelView.tsx';
 const PAGE = 50;
 const signature = (t: TaskView | undefined) => (t ? `${t.round}:${settledOf(t)}:${t.total}:${t.status}` : '');
 
+/** How long after a task's end its app's state of it may still change (its fan-in). */
+const APP_SETTLE_MS = 15_000;
+
 /**
  * One task: its state and facts, counts by item state, failures by error code, the items page by
  * page with their logs, and the actions. While it is open the live stream follows this task; its
@@ -51,6 +54,17 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
   // app's panels and the actions that read its state ask again.
   const [appTurn, setAppTurn] = useState(0);
   const appDone = useCallback(() => setAppTurn((n) => n + 1), []);
+  // What an app keeps of a task is finished by its fan-in, which runs as the task ends (a load
+  // leaves "loading" there): a task that ended a moment ago has its app's panels and actions asked
+  // again, a little later and once more after that.
+  const ended = task !== undefined && isTerminal(task.status);
+  const completedAt = task?.completedAt ?? null;
+  useEffect(() => {
+    // (A task that ended long before the page opened has nothing more coming.)
+    if (!ended || (completedAt !== null && Date.now() - Date.parse(completedAt) > APP_SETTLE_MS)) return;
+    const timers = [1_500, 5_000, APP_SETTLE_MS].map((ms) => setTimeout(appDone, ms));
+    return () => timers.forEach(clearTimeout);
+  }, [ended, completedAt, appDone]);
   const cursor = cursors[cursors.length - 1] ?? null;
   const itemsRequest = useRef<AbortController | null>(null);
 

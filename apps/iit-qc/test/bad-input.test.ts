@@ -60,6 +60,10 @@ describe('bad input is refused with a 4xx naming the problem, and nothing of it 
     // A split dataset is named from its domain: LBXX's records are LB's.
     expect((await t.upload(own, 'lbxx.csv', new TextEncoder().encode('STUDYID,DOMAIN,USUBJID,LBTESTCD\nX,LB,01-701-1015,ALT\n'))).status).toBe(201);
     expect((await t.json('GET', `/studies/${own}/datasets`)).datasets).toEqual([expect.objectContaining({ name: 'LBXX', domain: 'LB' })]);
+    // With define.xml naming the dataset's domain, the records must be of it.
+    const define = new TextEncoder().encode('<?xml version="1.0"?><ODM><Study><MetaDataVersion><ItemGroupDef OID="IG.AE" Name="AE" Domain="AE"/></MetaDataVersion></Study></ODM>');
+    expect((await t.upload(own, 'define.xml', define)).status).toBe(201);
+    await refused(await t.upload(own, 'ae.csv', csv), 400, 'body.file', 'domain_mismatch', /domain DM .* define\.xml gives AE the domain AE/);
     expect(incoming()).toBe(0);
   });
 

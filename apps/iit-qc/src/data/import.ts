@@ -205,14 +205,18 @@ async function importReceived(pool: pg.Pool, study: Study, file: ReceivedFile, o
         recno++;
         // The DOMAIN variable names the domain of a split dataset (LBCH is LB), and a dataset's
         // name starts with its domain: DM's records named AE would be checked by AE's rules.
-        if (recno === 1 && typeof row.DOMAIN === 'string' && row.DOMAIN.trim() !== '' && !fromDefine) {
-          domain = row.DOMAIN.trim().toUpperCase();
-          if (!name.startsWith(domain)) {
-            throw new UnreadableFileError(`the file's records are of the domain ${domain} (its DOMAIN variable), but the dataset is named ${name}: a dataset's name starts with its domain (LBCH is LB)`, {
-              field: options.name ? 'body.name' : 'body.file',
-              rule: 'domain_mismatch',
-            });
+        // (Read on the first record: a file whose first DOMAIN is blank is named by its name.)
+        if (recno === 1 && typeof row.DOMAIN === 'string' && row.DOMAIN.trim() !== '') {
+          const said = row.DOMAIN.trim().toUpperCase();
+          // define.xml names the dataset's domain when it lists it; else its name must start with it.
+          const expected = fromDefine?.toUpperCase() ?? (name.startsWith(said) ? said : null);
+          if (expected !== said) {
+            throw new UnreadableFileError(
+              `the file's records are of the domain ${said} (its DOMAIN variable), but the dataset is named ${name}: ${fromDefine ? `define.xml gives ${name} the domain ${fromDefine}` : "a dataset's name starts with its domain (LBCH is LB)"}`,
+              { field: options.name ? 'body.name' : 'body.file', rule: 'domain_mismatch' },
+            );
           }
+          domain = said;
         }
         const subject = typeof row.USUBJID === 'string' && row.USUBJID !== '' ? row.USUBJID : null;
         batch.push({ recno, subject, row });

@@ -51,10 +51,10 @@ export function parseSpec(text: string): Spec {
   }
   // An alias inside its own anchor (`a: &a [*a]`): a value inside itself, which is no spec.
   const loop = selfReferenceAt(value, 'spec');
-  if (loop) throw new SpecError([{ field: loop, rule: 'invalid_syntax', message: `${loop}: refers to itself (an alias inside its own anchor); a spec is a tree` }]);
+  if (loop) throw new SpecError([{ field: loop, rule: 'invalid_syntax', message: 'refers to itself (an alias inside its own anchor); a spec is a tree' }]);
   // A value holding NUL, or half a character from a "\ud800" escape: neither is stored.
   const bad = unstorableTextAt(value, 'spec');
-  if (bad) throw new SpecError([{ field: bad.field, rule: bad.rule, message: `${bad.field}: ${bad.message}` }]);
+  if (bad) throw new SpecError([{ field: bad.field, rule: bad.rule, message: bad.message }]);
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new SpecError([{ field: 'spec', rule: 'invalid_type', message: 'must be a mapping (target, columns, ...)' }]);
   const result = specSchema.safeParse(value);
   if (!result.success) throw new SpecError(result.error.issues.map((i: z.core.$ZodIssue) => ({ field: path(i.path), rule: i.code, message: i.message })));

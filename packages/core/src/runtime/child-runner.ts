@@ -94,8 +94,9 @@ export class ChildRunner {
   readonly #limit: LocalLimit;
   /**
    * The items this process holds at once: the handlers (a handler no longer waited for among
-   * them, until it returns), and a few claimed ahead that wait for one. A handler that ends starts the next held item at once, while the claim that replaces it
-   * is on its way, instead of leaving its slot idle for the round trips of a job and a claim.
+   * them, until it returns), and a few claimed ahead that wait for one. A handler that ends starts
+   * the next held item at once, while the claim that replaces it is on its way, instead of leaving
+   * its slot idle for the round trips of a job and a claim.
    */
   readonly #held: LocalLimit;
   /** The handlers' mean duration (ms, moving average), which sizes `#held`. */
@@ -105,7 +106,10 @@ export class ChildRunner {
   readonly #settles: GroupCommit<Outcome>;
   /** Transient failures handed back for a later attempt, group-committed too. */
   readonly #releases: GroupCommit<Release>;
-  /** Items claimed whose attempt is under way: waiting for a handler, or running until its handler returns or is no longer waited for. */
+  /**
+   * Items claimed whose attempt is under way: waiting for a handler, or running until its handler
+   * returns or is no longer waited for.
+   */
   readonly #running = new PhaseCount();
   /** Items that have run and whose outcome (or release) is not stored yet. */
   readonly #recording = new PhaseCount();

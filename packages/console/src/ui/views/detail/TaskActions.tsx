@@ -10,6 +10,9 @@ import { canArchive, canCancel, canDelete, canExport, canRetryFailed } from '../
 import { fillPath } from '../../state/template.ts';
 import { useTaskActions, type Busy } from '../task-actions.ts';
 
+/** Where a `whenApp` asks, for this task (its path holds `{id}` alone, checked with the configuration). */
+const whenAppPath = (whenApp: NonNullable<TaskActionSpec['whenApp']>, taskId: string) => fillPath(whenApp.path, { id: taskId })!;
+
 /**
  * The app's answers that the offered actions' `whenApp` read, by path: asked again when `version`
  * changes. A path not answered yet, or answered with an error, has no entry.
@@ -17,7 +20,7 @@ import { useTaskActions, type Busy } from '../task-actions.ts';
 function useAppAnswers(specs: TaskActionSpec[], taskId: string, version: string): Map<string, unknown> {
   const { api } = useApp();
   const [answers, setAnswers] = useState<Map<string, unknown>>(() => new Map());
-  const paths = [...new Set(specs.flatMap((spec) => (spec.whenApp ? [fillPath(spec.whenApp.path, { id: taskId })!] : [])))].sort();
+  const paths = [...new Set(specs.flatMap((spec) => (spec.whenApp ? [whenAppPath(spec.whenApp, taskId)] : [])))].sort();
   const key = paths.join(' ');
   useEffect(() => {
     if (paths.length === 0) return;
@@ -62,7 +65,7 @@ export function TaskActions({ task, counts, version, done, appDone }: { task: Ta
   const answers = useAppAnswers(byStatus, task.id, version);
   const appActions = byStatus.filter((spec) => {
     if (!spec.whenApp) return true;
-    const path = fillPath(spec.whenApp.path, { id: task.id })!;
+    const path = whenAppPath(spec.whenApp, task.id);
     if (!answers.has(path)) return false;
     return spec.whenApp.values.includes(String(valueAt(answers.get(path), spec.whenApp.field) ?? ''));
   });

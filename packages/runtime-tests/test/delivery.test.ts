@@ -150,6 +150,17 @@ describe('delivery and retries', () => {
     ]);
   });
 
+  it("an attempt's expiry starts with its handler: an item claimed ahead does not spend it waiting", async () => {
+    await using t = await testApp();
+    // One handler and an item claimed ahead of it: each item waits about 2 s for the one before,
+    // then runs 2 s, under a 3 s expiry (counted from the claim, every item but the first expired).
+    await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 1, FANOUT_CHILD_EXPIRE_IN_SECONDS: 3 });
+    const task = await t.app.fanout.submit('test_batch', { count: 3, item: { sleepMs: 2000 } });
+    expect(await finished(t, task.id)).toMatchObject({ status: 'completed', succeeded: 3, failed: 0 });
+    const [attempts] = await t.app.prisma.$queryRaw<{ max: number }[]>`SELECT max(attempts) AS max FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+    expect(attempts!.max).toBe(1);
+  });
+
   describe('a handler that ignores its signal is not waited for past a short grace', () => {
     // `stubbornMs`: the handler waits ten minutes and never reads its signal, as a call without a
     // timeout does. Waited for, its item stayed running under a renewed lease and its task never ended.
@@ -164,6 +175,19 @@ describe('delivery and retries', () => {
       expect(done).toMatchObject({ status: 'completed', succeeded: 1, failed: 1 });
       const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
       expect(failed.rows.map((i) => [i.attempts, i.error?.code])).toEqual([[2, 'expired']]);
+    });
+
+    it('an item waiting behind it for a handler expires after as long as an attempt, so its attempts end the wait', async () => {
+      await using t = await testApp({ childRetryLimit: 1 });
+      // The one handler never comes free: the other item, claimed ahead, would wait under a renewed
+      // lease for ever (and, given back, be claimed again to wait again).
+      await t.spawnWorkers(1, { FANOUT_CONCURRENCY: 1, FANOUT_CHILD_EXPIRE_IN_SECONDS: 1, FANOUT_CHILD_RETRY_LIMIT: 1 });
+      const task = await t.app.fanout.submit('test_batch', { count: 2, every: 2, special: stubborn });
+      expect(await finished(t, task.id, 30_000)).toMatchObject({ status: 'completed', succeeded: 0, failed: 2 });
+      const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
+      const waited = failed.rows.find((i) => i.key === 'item-1');
+      expect(waited).toMatchObject({ attempts: 2, error: { code: 'expired' } });
+      expect(waited!.error?.message).toMatch(/waiting 1s for a free handler/);
     });
 
     it('a cancelled task ends, its item cancelled', async () => {

@@ -338,9 +338,11 @@ export class ChildRunner {
     const ctx = this.#ctx;
     const item = attempt.claimed;
     const token = attempt.token;
-    // An attempt may take up to the definition's expiry.
-    const expiry = setTimeout(expire, definition.resolved.child.expireInSeconds * 1000, attempt);
-    expiry.unref();
+    // An attempt's handler may run for up to the definition's expiry, counted from its start: an
+    // item claimed ahead does not spend it waiting for a handler. That wait is bounded by the
+    // expiry too, and ends the attempt as an expired one (see below).
+    const expireMs = definition.resolved.child.expireInSeconds * 1000;
+    let expiry: NodeJS.Timeout | undefined;
     this.#leases.track(item.itemId, attempt); // also how a shutdown reaches it
     if (ctx.shutdown.aborted) attempt.abort('shutdown');
 
@@ -352,8 +354,21 @@ export class ChildRunner {
       // it waits ends it as it would end a running one). Tasks take turns: a small task's items,
       // claimed behind a large one's, start after a few of its items, not after all it holds.
       attempt.throwIfStopped();
-      if (!this.#limit.tryAcquire()) await this.#limit.acquire(attempt.signal, item.taskId);
+      if (!this.#limit.tryAcquire()) {
+        // Behind handlers that never return (they ignore their signals), an item would wait for
+        // ever under a renewed lease, and given back it would be claimed again to wait again: so
+        // a wait as long as an attempt uses the attempt, and the item's attempts end the cycle.
+        expiry = setTimeout(expire, expireMs, attempt);
+        expiry.unref();
+        try {
+          await this.#limit.acquire(attempt.signal, item.taskId);
+        } finally {
+          clearTimeout(expiry);
+        }
+      }
       startedAt = performance.now();
+      expiry = setTimeout(expire, expireMs, attempt);
+      expiry.unref();
       ctx.stats.inFlight++;
       let handling: Promise<unknown> | null = null;
       try {
@@ -407,7 +422,14 @@ export class ChildRunner {
         const classified = (definition.classify ?? defaultClassifier)(error);
         const itemError: ItemError =
           why === 'expired'
-            ? { code: 'expired', message: `job expired after ${definition.resolved.child.expireInSeconds}s`, attempt: item.attempt }
+            ? {
+                code: 'expired',
+                message:
+                  startedAt === null
+                    ? `expired after waiting ${definition.resolved.child.expireInSeconds}s for a free handler (every handler of its process was busy)`
+                    : `job expired after ${definition.resolved.child.expireInSeconds}s`,
+                attempt: item.attempt,
+              }
             : // Stored on the item, shown by the API and the console, streamed: credentials masked.
               { code: storableText(classified.code), message: storableText(redactText(classified.message)), attempt: item.attempt };
         const transient = why === 'expired' || classified.kind === 'transient';

@@ -154,6 +154,19 @@ describe('console API', () => {
     ]);
     // Another tenant reads no logs.
     expect((await call('GET', `/tasks/${id}/items/${items.items[1].id}/logs`, { token: 'token-b' })).status).toBe(404);
+    // One item, as the pages show it; an item that is not the task's is a 404, its logs too (not an empty log).
+    expect(await json(call('GET', `/tasks/${id}/items/${items.items[1].id}`))).toEqual(items.items[1]);
+    expect((await call('GET', `/tasks/${id}/items/${items.items[1].id}`, { token: 'token-b' })).status).toBe(404);
+    const other = await submit({ count: 1 });
+    await ended(other);
+    const otherItem = (await json(call('GET', `/tasks/${other}/items`))).items[0];
+    for (const itemId of [randomUUID(), otherItem.id]) {
+      for (const path of [`/tasks/${id}/items/${itemId}`, `/tasks/${id}/items/${itemId}/logs`]) {
+        const res = await call('GET', path);
+        expect(res.status, path).toBe(404);
+        expect((await json(res)).error).toMatchObject({ code: 'not_found', message: `item ${itemId} is not an item of task ${id}` });
+      }
+    }
     expect(items.items[1].durationMs).toBeGreaterThanOrEqual(0);
 
     const failures = await json(call('GET', `/tasks/${id}/failures`));
@@ -290,7 +303,7 @@ describe('console API', () => {
     expect(purge).toMatchObject({ purged: true, tasks: expect.arrayContaining([id]) });
     const task = await json(call('GET', `/tasks/${id}`));
     expect(task).toMatchObject({ status: 'completed', total: 3, succeeded: 2, failed: 1, purgedAt: expect.any(String) });
-    for (const path of ['items', 'counts', 'failures', 'failures.csv', `items/${'00000000-0000-4000-8000-000000000000'}/logs`]) {
+    for (const path of ['items', 'counts', 'failures', 'failures.csv', `items/${'00000000-0000-4000-8000-000000000000'}`, `items/${'00000000-0000-4000-8000-000000000000'}/logs`]) {
       const res = await call('GET', `/tasks/${id}/${path}`);
       expect(res.status, path).toBe(410);
       expect((await json(res)).error).toMatchObject({ code: 'purged', message: expect.stringContaining('retention') });

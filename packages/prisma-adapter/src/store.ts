@@ -178,6 +178,11 @@ export class PrismaFanoutStore implements FanoutStore {
     return reads.listItems(this.#db, taskId, query);
   }
 
+  async getItem(taskId: string, itemId: string): Promise<ItemRecord | null> {
+    if (!isUuid(taskId) || !isUuid(itemId)) return null;
+    return reads.getItem(this.#db, taskId, itemId);
+  }
+
   // -- manager ---------------------------------------------------------------------------------
 
   async startDispatch(taskId: string, trace?: Record<string, string> | null): Promise<TaskRecord | null> {

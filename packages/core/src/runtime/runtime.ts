@@ -12,6 +12,7 @@ import {
   taskCountsOf,
   type FanoutStore,
   type EnqueueWork,
+  type ItemRecord,
   type ListItemsQuery,
   type ListTasksQuery,
   type NewItem,
@@ -588,6 +589,11 @@ export class Fanout implements AsyncDisposable {
 
   listItems(taskId: string, query: ListItemsQuery) {
     return this.store.listItems(taskId, query);
+  }
+
+  /** One item of the task, or null when it has none by that id (or retention deleted it). */
+  getItem(taskId: string, itemId: string): Promise<ItemRecord | null> {
+    return this.store.getItem(taskId, itemId);
   }
 
   /**

@@ -518,6 +518,8 @@ export interface FanoutStore {
   getTask(id: string): Promise<TaskRecord | null>;
   listTasks(query: ListTasksQuery): Promise<Page<TaskRecord>>;
   listItems(taskId: string, query: ListItemsQuery): Promise<Page<ItemRecord>>;
+  /** One item of a task, or null when the task has no such item (or its details were deleted). */
+  getItem(taskId: string, itemId: string): Promise<ItemRecord | null>;
 
   // -- manager -------------------------------------------------------------------------------
   /** `queued` -> `running`. Returns the task as it is now (whatever its status), or null. */

@@ -189,6 +189,13 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
           ['k3', 4, 'pending'],
         ]);
         expect((await store.getTask(task.id))?.total).toBe(4);
+        // One item, as the pages give it; not through another task, nor by a malformed id.
+        expect(await store.getItem(task.id, rows[2]!.id)).toEqual(rows[2]);
+        const other = await newTask();
+        expect(await store.getItem(other.id, rows[2]!.id)).toBeNull();
+        expect(await store.getItem(task.id, randomUUID())).toBeNull();
+        expect(await store.getItem(task.id, 'not-a-uuid')).toBeNull();
+        expect(await store.getItem('not-a-uuid', rows[2]!.id)).toBeNull();
       });
 
       it('counts pages inserted side by side exactly', async () => {

@@ -1,9 +1,10 @@
-import type { ItemRecord } from '@fanout/core';
+import type { Fanout, ItemRecord } from '@fanout/core';
+import { HttpError } from '../errors.ts';
 import { csvLines, type CsvColumn } from '../export/csv.ts';
 import { taskItems } from '../export/results.ts';
 import { textStream } from '../export/stream.ts';
 import { route, type RouteSpec } from '../route.ts';
-import { errorSchema, failuresSchema, itemCountsSchema, itemPageSchema, itemParams, listItemsQuery, logsSchema, taskIdParams } from '../schemas.ts';
+import { errorSchema, failuresSchema, itemCountsSchema, itemPageSchema, itemParams, itemViewSchema, listItemsQuery, logsSchema, taskIdParams } from '../schemas.ts';
 import { itemView } from '../views.ts';
 import { taskWithDetails, type TaskRoutesOptions } from './context.ts';
 import { withQuery } from './tasks.ts';
@@ -23,7 +24,14 @@ const FAILURE_COLUMNS: CsvColumn<ItemRecord>[] = [
   { header: 'snapshot', value: (i) => i.snapshot },
 ];
 
-/** A task's items: pages, counts by state, logs, failures. */
+/** The item of the path's task, or a 404 naming it. */
+async function taskItem(fanout: Fanout, taskId: string, itemId: string): Promise<ItemRecord> {
+  const item = await fanout.getItem(taskId, itemId);
+  if (!item) throw new HttpError(404, 'not_found', `item ${itemId} is not an item of task ${taskId}`);
+  return item;
+}
+
+/** A task's items: pages, one item, counts by state, logs, failures. */
 export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
   const { fanout, definition } = options;
   const responses = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 410: errorSchema };
@@ -55,6 +63,17 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
     }),
     route({
       method: 'get',
+      path: '/tasks/:id/items/:itemId',
+      summary: 'One item of the task: its state, attempts, result or failure reason',
+      params: itemParams,
+      responses: { 200: itemViewSchema, ...responses },
+      async handler(c, { params }) {
+        const task = await taskWithDetails(c, fanout, definition);
+        return c.json(itemView(await taskItem(fanout, task.id, params.itemId)));
+      },
+    }),
+    route({
+      method: 'get',
       path: '/tasks/:id/items/:itemId/logs',
       summary: "An item's stored log lines (ctx.log), oldest first",
       params: itemParams,
@@ -62,6 +81,8 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       async handler(c, { params }) {
         const task = await taskWithDetails(c, fanout, definition);
         const logs = await fanout.store.itemLogs(task.id, params.itemId, MAX_LOG_LINES);
+        // No lines: an item that logged nothing, or no item of this task (a 404, not an empty log).
+        if (logs.length === 0) await taskItem(fanout, task.id, params.itemId);
         return c.json({ logs: logs.map((l) => ({ at: l.at.toISOString(), attempt: l.attempt, message: l.message, ...(l.data ? { data: l.data } : {}) })) });
       },
     }),

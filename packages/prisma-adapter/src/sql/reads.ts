@@ -82,6 +82,14 @@ export async function listItems(db: PrismaQueryable, taskId: string, query: List
   return { rows: page, nextCursor: rows.length > limit && last ? encodeCursor([last.seq, last.id]) : null };
 }
 
+/** One item of a task (by its primary key; the task's id fences off another task's item). */
+export async function getItem(db: PrismaQueryable, taskId: string, itemId: string): Promise<ItemRecord | null> {
+  const [row] = await db.$queryRaw<ItemRow[]>`
+    SELECT id, task_id, seq, key, snapshot, status, attempts, result, error, round, started_at, finished_at, retry_at
+    FROM fanout_item WHERE id = ${itemId}::uuid AND task_id = ${taskId}::uuid`;
+  return row ? toItem(row) : null;
+}
+
 const EMPTY_BY_STATUS = (): Record<TaskStatus, number> => ({ queued: 0, running: 0, stopping: 0, completed: 0, failed: 0, cancelled: 0 });
 
 /** Tasks of a kind and tenant by status (unarchived), and how many are archived. */

@@ -177,7 +177,7 @@ describe('delivery and retries', () => {
       expect(failed.rows.map((i) => [i.attempts, i.error?.code])).toEqual([[2, 'expired']]);
     });
 
-    it('an item waiting behind it for a handler expires after as long as an attempt, so its attempts end the wait', async () => {
+    it('an item waiting behind it for a handler expires after an attempt and its grace, so its attempts end the wait', async () => {
       await using t = await testApp({ childRetryLimit: 1 });
       // The one handler never comes free: the other item, claimed ahead, would wait under a renewed
       // lease for ever (and, given back, be claimed again to wait again).
@@ -187,7 +187,7 @@ describe('delivery and retries', () => {
       const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
       const waited = failed.rows.find((i) => i.key === 'item-1');
       expect(waited).toMatchObject({ attempts: 2, error: { code: 'expired' } });
-      expect(waited!.error?.message).toMatch(/waiting 1s for a free handler/);
+      expect(waited!.error?.message).toMatch(/waiting 5s for a free handler/);
     });
 
     it('a cancelled task ends, its item cancelled', async () => {

@@ -50,6 +50,12 @@ const QUOTA_RECHECK_MS = 500;
 export const ABANDON_AFTER_MS = 3_000;
 
 /**
+ * How much longer than an attempt and its grace (`ABANDON_AFTER_MS`) an item claimed ahead may
+ * wait for a free handler before it expires.
+ */
+const WAIT_MARGIN_MS = 1_000;
+
+/**
  * The longest a retry waits, whatever a server's `Retry-After` says (a day): beyond it, or beyond
  * the task's deadline, the item fails now with the reason instead of waiting.
  */
@@ -339,8 +345,8 @@ export class ChildRunner {
     const item = attempt.claimed;
     const token = attempt.token;
     // An attempt's handler may run for up to the definition's expiry, counted from its start: an
-    // item claimed ahead does not spend it waiting for a handler. That wait is bounded by the
-    // expiry too, and ends the attempt as an expired one (see below).
+    // item claimed ahead does not spend it waiting for a handler. That wait is bounded too, and
+    // ends the attempt as an expired one (see below).
     const expireMs = definition.resolved.child.expireInSeconds * 1000;
     let expiry: NodeJS.Timeout | undefined;
     this.#leases.track(item.itemId, attempt); // also how a shutdown reaches it
@@ -357,8 +363,10 @@ export class ChildRunner {
       if (!this.#limit.tryAcquire()) {
         // Behind handlers that never return (they ignore their signals), an item would wait for
         // ever under a renewed lease, and given back it would be claimed again to wait again: so
-        // a wait as long as an attempt uses the attempt, and the item's attempts end the cycle.
-        expiry = setTimeout(expire, expireMs, attempt);
+        // a wait longer than an attempt and its grace uses the attempt, and the item's attempts
+        // end the cycle. (Only behind a handler no longer waited for: one that expires frees its
+        // place within its grace, and the item waiting for that place starts then.)
+        expiry = setTimeout(expire, expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS, attempt);
         expiry.unref();
         try {
           await this.#limit.acquire(attempt.signal, item.taskId);
@@ -426,7 +434,7 @@ export class ChildRunner {
                 code: 'expired',
                 message:
                   startedAt === null
-                    ? `expired after waiting ${definition.resolved.child.expireInSeconds}s for a free handler (every handler of its process was busy)`
+                    ? `expired after waiting ${(expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS) / 1000}s for a free handler (every handler of its process was busy)`
                     : `job expired after ${definition.resolved.child.expireInSeconds}s`,
                 attempt: item.attempt,
               }

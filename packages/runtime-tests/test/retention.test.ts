@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { defineFanout } from '@fanout/core';
 import { migrationsDir } from '@fanout/prisma-adapter';
 import { createTestDatabase } from '@fanout/testdb';
@@ -199,6 +200,66 @@ describe('retention', () => {
       await app.close();
     }
   }, 60_000);
+
+  it("deletes a task only after its ending: a delete waits for a fan-in that runs, takes no fan-in up once begun, and goes a bounded batch at a time", async () => {
+    await using db = await createTestDatabase({ migrations: [migrationsDir] });
+    let fanInStarted!: () => void;
+    const fanInRunning = new Promise<void>((resolve) => (fanInStarted = resolve));
+    let finishFanIn!: () => void;
+    const fanInMayEnd = new Promise<void>((resolve) => (finishFanIn = resolve));
+    const order: string[] = [];
+    const app = createAppRuntime({
+      databaseUrl: db.url,
+      definitions: [
+        testDefinition({
+          onFinish: async () => {
+            fanInStarted();
+            await fanInMayEnd;
+            order.push('fan-in ran');
+          },
+        }),
+      ],
+      worker: { concurrency: 20 },
+      maintenance: { intervalMs: 3_600_000 },
+    });
+    try {
+      await app.fanout.start();
+      // 5,000 items, each with a log line: more than a statement of the delete takes.
+      const task = await app.fanout.submit('test_batch', { count: 5000 });
+      await fanInRunning;
+      await app.prisma.$executeRaw`
+        INSERT INTO fanout_item_log (task_id, item_id, attempt, at, message) SELECT task_id, id, 1, now(), 'a line' FROM fanout_item WHERE task_id = ${task.id}::uuid`;
+      const deleting = app.fanout.deleteTask(task.id).then(() => order.push('deleted'));
+      // While its fan-in runs (the app's state it writes, a load's verdict), the task stays.
+      let timer: NodeJS.Timeout | undefined;
+      expect(await Promise.race([deleting.then(() => 'deleted'), new Promise((resolve) => (timer = setTimeout(resolve, 1500, 'waiting')))])).toBe('waiting');
+      clearTimeout(timer);
+      expect(await app.fanout.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 5000 });
+      finishFanIn();
+      await deleting;
+      expect(order).toEqual(['fan-in ran', 'deleted']);
+      expect(await app.fanout.getTask(task.id)).toBeNull();
+      const [left] = await app.prisma.$queryRaw<{ items: number; logs: number }[]>`
+        SELECT (SELECT count(*) FROM fanout_item WHERE task_id = ${task.id}::uuid)::int AS items,
+               (SELECT count(*) FROM fanout_item_log WHERE task_id = ${task.id}::uuid)::int AS logs`;
+      expect(left).toEqual({ items: 0, logs: 0 });
+
+      // A task whose fan-in never ran (its hook failed for over a minute): deleted all the same, and
+      // once its delete began (marked purged, its app's purge hook running), its fan-in is not taken up.
+      const [stale] = await app.prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+        VALUES (gen_random_uuid(), 'test_batch', null, '{}', 'completed', 0, 0, 1, 1, 0, now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '3 minutes')
+        RETURNING id::text`;
+      await app.fanout.store.markPurged!(stale!.id, { token: randomUUID(), ms: 60_000 });
+      expect(await app.fanout.store.claimFanIn(stale!.id, ['test_batch'], 60_000, randomUUID())).toBeNull();
+      expect(await app.fanout.store.claimFanIn(null, ['test_batch'], 60_000, randomUUID())).toBeNull();
+      await app.fanout.deleteTask(stale!.id);
+      expect(await app.fanout.getTask(stale!.id)).toBeNull();
+    } finally {
+      finishFanIn();
+      await app.close();
+    }
+  }, 90_000);
 
   it('runs the purge hook in one process at a time: a run that fails after another process looked cannot end the purge, and a run a crash cut short is taken up again', async () => {
     await using db = await createTestDatabase({ migrations: [migrationsDir] });

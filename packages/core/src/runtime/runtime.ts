@@ -149,9 +149,10 @@ function jobsKeptSeconds(maintenance: MaintenanceSettings, atMostSeconds: number
 }
 
 /**
- * A retry asked for the moment its task ended waits this long at most for the ending to be
- * announced and the fan-in to be taken up (looking every `RETRY_POLL_MS`), then answers the
- * conflict (the store holds a retry back for a minute after the end at most).
+ * A retry (or a delete) asked for the moment its task ended waits this long at most for the
+ * ending to be announced and the fan-in to be taken up (or, for a delete, to have run), looking
+ * every `RETRY_POLL_MS`, then answers the conflict (the store holds them back for a minute after
+ * the end at most; a delete, also while a fan-in runs).
  */
 const RETRY_WAIT_MS = 10_000;
 const RETRY_POLL_MS = 200;
@@ -652,19 +653,7 @@ export class Fanout implements AsyncDisposable {
     // (the store refuses until then, for a minute after the end at most, so that neither is lost to
     // the new round): a retry asked for the moment the task ended waits for them, for up to
     // `RETRY_WAIT_MS`.
-    const retry = async (trace: Record<string, string> | null) => {
-      const until = performance.now() + RETRY_WAIT_MS;
-      for (;;) {
-        try {
-          return await once(trace);
-        } catch (error) {
-          if (!(error instanceof FanoutError && error.retryAfterMs !== undefined) || performance.now() >= until) throw error;
-          await abortableDelay(Math.min(RETRY_POLL_MS, until - performance.now()), this.#shutdown.signal).catch(() => {
-            throw error;
-          });
-        }
-      }
-    };
+    const retry = (trace: Record<string, string> | null) => this.#whenItPasses(() => once(trace));
     const result = finished ? await this.telemetry.retryFailed(finished.kind, taskId, retry) : await retry(null);
     this.events.emit('task.progress', { ...taskCountsOf(result.task), at: Date.now() });
     return result;
@@ -682,7 +671,8 @@ export class Fanout implements AsyncDisposable {
 
   /**
    * Deletes a finished task with its items and logs. Throws `not_found`, or `conflict` while it
-   * runs. When its definition (registered in this process) has a purge hook (`onPurge`), the task
+   * runs. A task that has just ended is deleted once its ending was announced and its fan-in ran
+   * (waited for up to `RETRY_WAIT_MS`, then a `conflict` with `retryAfterMs`). When its definition (registered in this process) has a purge hook (`onPurge`), the task
    * is first marked purged (never retried from then on) and held while the hook deletes the app's
    * rows, then the task goes; a hook that fails fails the delete, and leaves the task marked (a
    * delete asked again runs the hook again; so does retention, when set, which then ends its purge
@@ -695,7 +685,7 @@ export class Fanout implements AsyncDisposable {
       const context = (signal: AbortSignal) => ({ logger: childLogger(this.logger, taskFields(task)), signal });
       if (this.store.markPurged) {
         const lease = { token: randomUUID(), ms: this.#maintenance.fanInLeaseMs };
-        await this.store.markPurged(taskId, lease);
+        await this.#whenItPasses(() => this.store.markPurged!(taskId, lease));
         try {
           await withPurgeLease(this.#ctx, [taskId], lease, (signal) => definition.onPurge!([taskId], context(signal)));
         } catch (error) {
@@ -707,7 +697,26 @@ export class Fanout implements AsyncDisposable {
         await definition.onPurge([taskId], context(this.#shutdown.signal));
       }
     }
-    await this.store.deleteTask(taskId);
+    await this.#whenItPasses(() => this.store.deleteTask(taskId));
+  }
+
+  /**
+   * Runs `once`, and again while the store refuses it with a conflict that passes (`retryAfterMs`:
+   * a task that has just ended, its ending or fan-in still to come), looking every `RETRY_POLL_MS`
+   * for up to `RETRY_WAIT_MS`; then answers the refusal.
+   */
+  async #whenItPasses<T>(once: () => Promise<T>): Promise<T> {
+    const until = performance.now() + RETRY_WAIT_MS;
+    for (;;) {
+      try {
+        return await once();
+      } catch (error) {
+        if (!(error instanceof FanoutError && error.retryAfterMs !== undefined) || performance.now() >= until) throw error;
+        await abortableDelay(Math.min(RETRY_POLL_MS, until - performance.now()), this.#shutdown.signal).catch(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /**

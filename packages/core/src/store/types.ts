@@ -594,7 +594,13 @@ export interface FanoutStore {
   retryFailed(taskId: string, enqueue: EnqueueWork, options?: RetryFailedOptions): Promise<RetryFailedResult>;
   /** Hides a finished task from default lists (a `conflict` for an unfinished one). */
   archiveTask(taskId: string): Promise<TaskRecord>;
-  /** Deletes a finished task with its items and logs (a `conflict` for an unfinished one). */
+  /**
+   * Deletes a finished task with its items and logs, in bounded statements (marked purged first, so
+   * its details answer as gone meanwhile). A `conflict` for an unfinished one; a `conflict` that
+   * passes (`retryAfterMs`) while its fan-in runs, and, for a minute after its end at most, while
+   * its ending is still to be announced or its fan-in to be taken up (a task being deleted is
+   * never taken up for its fan-in).
+   */
   deleteTask(taskId: string): Promise<void>;
 
   // -- reading for people --------------------------------------------------------------------
@@ -686,8 +692,9 @@ export interface FanoutStore {
   /**
    * Marks a finished task's details as deleted (its `purgedAt`, and its purge under way, held
    * under `lease`), before its app's purge hook runs and the task is deleted: from then on it is
-   * never retried. Throws `not_found`, or `conflict` for an unfinished task or one whose purge
-   * another process holds.
+   * never retried, nor taken up for its fan-in. Throws `not_found`, or `conflict` for an unfinished
+   * task, or one that passes (`retryAfterMs`) while another process's purge holds it or its ending
+   * is still to come (as `deleteTask`).
    */
   markPurged?(taskId: string, lease: PurgeLease): Promise<void>;
   /**

@@ -1235,6 +1235,26 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         const unfinished = await store.taskSummary({ kind, tenant, statuses: ['queued', 'running', 'stopping'] });
         expect(unfinished.byStatus).toEqual({ queued: 0, running: 1, stopping: 0, completed: 0, failed: 0, cancelled: 0 });
         await store.appendItemLogs([{ taskId: done.task.id, itemId: done.ids[0]!, attempt: 1, at: new Date(), message: 'kept' }]);
+        // Not deleted (nor marked for it) before its ending was announced and its fan-in ran: a
+        // refusal that passes, a moment later.
+        const refusals = async () =>
+          Promise.all([
+            store.deleteTask(done.task.id).then(() => null, (error: unknown) => error as FanoutError),
+            ...(store.markPurged ? [store.markPurged(done.task.id, { token: randomUUID(), ms: LEASE }).then(() => null, (error: unknown) => error as FanoutError)] : []),
+          ]);
+        for (const refused of await refusals()) {
+          expect(refused).toMatchObject({ code: 'conflict', field: 'taskId', message: expect.stringContaining('its ending is still being announced') });
+          expect(refused!.retryAfterMs).toBeGreaterThan(0);
+        }
+        await store.markAnnounced(done.task.id, 1);
+        const fanIn = randomUUID();
+        expect(await store.claimFanIn(done.task.id, [kind], LEASE, fanIn)).toMatchObject({ id: done.task.id });
+        // Its fan-in runs: the delete waits for it (whatever the time since the end).
+        for (const refused of await refusals()) {
+          expect(refused).toMatchObject({ code: 'conflict', message: expect.stringContaining('its fan-in is running') });
+          expect(refused!.retryAfterMs).toBeGreaterThanOrEqual(1000);
+        }
+        expect(await store.completeFanIn(done.task.id, 1, fanIn)).toBe(true);
         // Marked purged before an app's purge hook runs: a finished task only, and never retried after.
         if (store.markPurged) {
           const lease = () => ({ token: randomUUID(), ms: LEASE });

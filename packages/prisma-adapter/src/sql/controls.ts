@@ -155,7 +155,7 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
  * How long after a task ended a retry waits for that round's ending (`awaitEnding`): past it, an
  * ending still undelivered or a fan-in still failing gives way to the new round's.
  */
-const ENDING_WAIT_MS = 60_000;
+export const ENDING_WAIT_MS = 60_000;
 
 /**
  * The round that ended is announced and its fan-in run once each, and both are taken up only while
@@ -200,16 +200,80 @@ export async function archiveTask(db: PrismaQueryable, taskId: string): Promise<
   return unfinishedOrMissing(db, taskId, 'archived');
 }
 
+/** Rows (log lines, then items) one statement of a delete removes at most. */
+const DELETE_BATCH = 2000;
+
 /**
- * Deletes a finished task; its items and logs go with it (foreign keys, ON DELETE CASCADE), and so
- * would ready rows, had any been left (a finished task has none).
+ * Deletes a finished task with its items and logs, a bounded batch per statement (a 100,000-item
+ * task is not one statement's work, nor one transaction's): the task is marked first (`purged_at`:
+ * its details answer as gone and it is never retried from then on; `purging`: retention, when set,
+ * finishes a delete cut short), then its log lines and items go, then its row (with what a last
+ * log line or ready row left behind, through the foreign keys). Refused, as `deleteRefusal` says,
+ * while its ending or its fan-in is still to come.
  */
 export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<void> {
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    WITH gone AS (DELETE FROM fanout_task WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled') RETURNING id),
+  const marked = await db.$queryRaw<{ id: string }[]>`
+    UPDATE fanout_task SET purged_at = coalesce(purged_at, now()), purging = true
+    WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled')
+      -- (as deleteRefusal reads it)
+      AND ((announced_round >= round AND fanin_round >= round)
+           OR coalesce(completed_at, updated_at) < now() - ${ENDING_WAIT_MS}::int * interval '1 millisecond')
+      AND (fanin_round >= round OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+    RETURNING id`;
+  if (marked.length === 0) throw await deleteRefusal(db, taskId, false);
+  for (;;) {
+    const [logs] = await db.$queryRaw<{ n: number }[]>`
+      WITH gone AS (DELETE FROM fanout_item_log WHERE id IN (SELECT id FROM fanout_item_log WHERE task_id = ${taskId}::uuid LIMIT ${DELETE_BATCH}::int) RETURNING 1)
+      SELECT count(*)::int AS n FROM gone`;
+    const [items] = await db.$queryRaw<{ n: number }[]>`
+      WITH gone AS (DELETE FROM fanout_item WHERE id IN (SELECT id FROM fanout_item WHERE task_id = ${taskId}::uuid LIMIT ${DELETE_BATCH}::int) RETURNING 1)
+      SELECT count(*)::int AS n FROM gone`;
+    if (logs!.n < DELETE_BATCH && items!.n < DELETE_BATCH) break;
+  }
+  // (Gone already when another delete of it finished first: deleted all the same.)
+  await db.$queryRaw`
+    WITH gone AS (DELETE FROM fanout_task WHERE id = ${taskId}::uuid RETURNING id),
     ready AS (DELETE FROM fanout_ready WHERE task_id IN (SELECT id FROM gone))
     SELECT id FROM gone`;
-  if (rows.length === 0) await unfinishedOrMissing(db, taskId, 'deleted');
+}
+
+/**
+ * Why a task cannot be deleted (or marked for it, `markPurged`) now: it does not exist; it has not
+ * finished; another process's purge holds it (`held`: asked by `markPurged`); or its ending is still
+ * to come. The ending that was announced and the fan-in that ran are the last of a task's life: a
+ * delete before them would leave the ending undelivered, and the fan-in's app state never written
+ * (a load left loading) or written after the app's purge hook deleted the rest. So a delete waits
+ * (a conflict that passes, `retryAfterMs`, which the runtime waits out) for a fan-in that runs now,
+ * and, for a minute after the end at most (as a retry does, see `awaitEnding`), for an ending still
+ * to be announced or a fan-in still to be taken up.
+ */
+export async function deleteRefusal(db: PrismaQueryable, taskId: string, held: boolean): Promise<FanoutError> {
+  const [task] = await db.$queryRaw<{ status: string; purging: boolean; purge_ms: number | null; fan_in_ms: number | null; announce: boolean; fan_in: boolean; wait_ms: number }[]>`
+    SELECT status, purging, ceil(extract(epoch FROM purge_lease_until - clock_timestamp()) * 1000)::int AS purge_ms,
+           CASE WHEN fanin_round < round THEN ceil(extract(epoch FROM fanin_lease_until - clock_timestamp()) * 1000)::int END AS fan_in_ms,
+           announced_round < round AS announce, fanin_round < round AS fan_in,
+           GREATEST(0, extract(epoch FROM coalesce(completed_at, updated_at) + ${ENDING_WAIT_MS}::int * interval '1 millisecond' - now()) * 1000)::int AS wait_ms
+    FROM fanout_task WHERE id = ${taskId}::uuid`;
+  if (!task) return new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
+  if (!['completed', 'failed', 'cancelled'].includes(task.status)) {
+    return new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`, { field: 'taskId' });
+  }
+  if (task.fan_in_ms !== null && task.fan_in_ms > 0) {
+    return new FanoutError('conflict', `task ${taskId}: its fan-in is running; try again once it has run`, { field: 'taskId', retryAfterMs: Math.max(1000, task.fan_in_ms) });
+  }
+  if ((task.announce || task.fan_in) && task.wait_ms > 0) {
+    const pending = task.announce ? 'its ending is still being announced' : 'its fan-in has not run yet';
+    return new FanoutError('conflict', `task ${taskId} has just ended and ${pending}; try again in a moment`, { field: 'taskId', retryAfterMs: Math.max(100, Math.min(task.wait_ms, 1000)) });
+  }
+  if (held && task.purging) {
+    // Again once the other process's lease on the purge runs out, at the latest (a second at least).
+    return new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, {
+      field: 'taskId',
+      retryAfterMs: Math.max(1000, task.purge_ms ?? 0),
+    });
+  }
+  // (It changed between the two statements.)
+  return new FanoutError('conflict', `task ${taskId} changed meanwhile; try again`, { field: 'taskId', retryAfterMs: 100 });
 }
 
 async function unfinishedOrMissing(db: PrismaQueryable, taskId: string, what: string): Promise<never> {

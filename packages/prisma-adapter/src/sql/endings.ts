@@ -49,11 +49,11 @@ export async function recordEndings(db: PrismaQueryable, writes: readonly Ending
         AS v(id, announce_round, claim, done_round, done_token)
     ), locked AS (
       SELECT r.id, r.announcing, r.completing,
-             r.claim AND r.status IN ('completed', 'failed', 'cancelled')
+             r.claim AND r.status IN ('completed', 'failed', 'cancelled') AND r.purged_at IS NULL
                AND (CASE WHEN r.completing THEN r.done_round ELSE r.fanin_round END) < r.round
                AND (r.completing OR r.fanin_lease_until IS NULL OR r.fanin_lease_until < clock_timestamp()) AS claiming
       FROM (
-        SELECT t.id, t.status, t.round, t.fanin_round, t.fanin_lease_until, v.claim, v.done_round,
+        SELECT t.id, t.status, t.round, t.fanin_round, t.fanin_lease_until, t.purged_at, v.claim, v.done_round,
                v.announce_round IS NOT NULL AND t.announced_round < v.announce_round AS announcing,
                COALESCE(v.done_round IS NOT NULL AND t.fanin_round < v.done_round AND t.fanin_token = v.done_token, false) AS completing
         FROM fanout_task t JOIN v ON v.id = t.id

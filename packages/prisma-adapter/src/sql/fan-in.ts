@@ -3,7 +3,9 @@
 // LOCKED picks a task no other process is claiming), under a lease and an owner token, and renews
 // the lease while the hook runs; a crashed run's lease lapses and a later maintenance pass claims
 // it again with a new token. Only the holder of the current token completes it (a fenced write,
-// as an item's claim), so a run that lost its lease cannot record the round a second time.
+// as an item's claim), so a run that lost its lease cannot record the round a second time. A task
+// being deleted (`purged_at`) is not taken up: its app's purge hook may be deleting what the
+// fan-in would write (a delete waits for a fan-in already running).
 import type { TaskRecord } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
 import { toTask, type TaskRow } from '../rows.ts';
@@ -20,7 +22,7 @@ export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kin
     const [row] = await db.$queryRaw<TaskRow[]>`
       UPDATE fanout_task SET fanin_lease_until = clock_timestamp() + ${leaseMs}::int * interval '1 millisecond', fanin_token = ${token}::uuid
       WHERE id = ${taskId}::uuid AND kind = ANY(${[...kinds]}::text[])
-        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round AND purged_at IS NULL
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
       RETURNING *`;
     return row ? toTask(row) : null;
@@ -30,7 +32,7 @@ export async function claimFanIn(db: PrismaQueryable, taskId: string | null, kin
     WHERE id = (
       SELECT id FROM fanout_task
       WHERE kind = ANY(${[...kinds]}::text[])
-        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round AND purged_at IS NULL
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
       ORDER BY completed_at
       LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -51,7 +53,7 @@ export async function claimFanIns(db: PrismaQueryable, taskIds: readonly string[
       SELECT id FROM fanout_task
       -- The array as a scalar subquery: planned once per connection (see \`poolQueryable\`).
       WHERE id = ANY((SELECT ${[...taskIds]}::uuid[])::uuid[])
-        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round
+        AND status IN ('completed', 'failed', 'cancelled') AND fanin_round < round AND purged_at IS NULL
         AND (fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
       ORDER BY id FOR UPDATE) due
     WHERE t.id = due.id

@@ -7,8 +7,9 @@
 // the runtime asks for a lease (its app has a purge hook), hands it the purge's end: the task stays
 // `purging` under the lease's token, which other batches pass over until it lapses, and only the
 // token's holder ends it (`finishPurge`) once the hook ran.
-import { FanoutError, type PurgeLease, type PurgeResult } from '@fanout/core';
+import type { PurgeLease, PurgeResult } from '@fanout/core';
 import type { PrismaQueryable } from '../prisma-like.ts';
+import { deleteRefusal, ENDING_WAIT_MS } from './controls.ts';
 
 /** Tasks one batch takes at most: small tasks share a batch, up to its limit of rows. */
 const TASKS_PER_BATCH = 100;
@@ -122,17 +123,10 @@ export async function markPurged(db: PrismaQueryable, taskId: string, lease: Pur
         purge_lease_until = clock_timestamp() + ${lease.ms}::int * interval '1 millisecond'
     WHERE id = ${taskId}::uuid AND status IN ('completed', 'failed', 'cancelled')
       AND (NOT purging OR purge_lease_until IS NULL OR purge_lease_until < clock_timestamp())
+      -- (its ending come, as deleteRefusal reads it)
+      AND ((announced_round >= round AND fanin_round >= round)
+           OR coalesce(completed_at, updated_at) < now() - ${ENDING_WAIT_MS}::int * interval '1 millisecond')
+      AND (fanin_round >= round OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
     RETURNING id`;
-  if (rows.length > 0) return;
-  const [task] = await db.$queryRaw<{ status: string; purging: boolean; lease_ms: number | null }[]>`
-    SELECT status, purging, ceil(extract(epoch FROM purge_lease_until - clock_timestamp()) * 1000)::int AS lease_ms FROM fanout_task WHERE id = ${taskId}::uuid`;
-  if (!task) throw new FanoutError('not_found', `task ${taskId} does not exist`, { field: 'taskId' });
-  if (task.purging && ['completed', 'failed', 'cancelled'].includes(task.status)) {
-    // Again once the other process's lease on the purge runs out, at the latest (a second at least).
-    throw new FanoutError('conflict', `task ${taskId}: its details are being deleted by another process; try again in a moment`, {
-      field: 'taskId',
-      retryAfterMs: Math.max(1000, task.lease_ms ?? 0),
-    });
-  }
-  throw new FanoutError('conflict', `task ${taskId} is ${task.status}; only a finished task can be deleted`, { field: 'taskId' });
+  if (rows.length === 0) throw await deleteRefusal(db, taskId, true);
 }

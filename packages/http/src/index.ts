@@ -16,7 +16,7 @@ export * from './schemas.ts';
 export { csvCell, csvLine, csvLines } from './export/csv.ts';
 export type { CsvColumn } from './export/csv.ts';
 export { jsonArrayOf, textStream } from './export/stream.ts';
-export { resultExportRoutes, taskItems } from './export/results.ts';
+export { resultExportRoutes, taskItems, whileKept } from './export/results.ts';
 export type { ResultExport } from './export/results.ts';
 export { byteLimit, receiveUpload } from './upload/receive-upload.ts';
 export type { ReceivedFile, UploadOptions } from './upload/receive-upload.ts';

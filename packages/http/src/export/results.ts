@@ -17,6 +17,17 @@ export async function* taskItems(fanout: Fanout, taskId: string, status?: ItemSt
   } while (cursor);
 }
 
+/**
+ * An export's rows, then one look at their task: rows a purge (retention, a delete) deleted while
+ * the export went were missing from the pages read after it, so such an export fails at its end
+ * (the download is cut off, not a well-formed file with rows missing) instead of ending well.
+ */
+export async function* whileKept<T>(fanout: Fanout, taskId: string, rows: AsyncIterable<T> | Iterable<T>): AsyncGenerator<T> {
+  yield* rows;
+  const task = await fanout.getTask(taskId);
+  if (!task || task.purgedAt) throw new HttpError(410, 'purged', `task ${taskId}: its details were deleted while they were exported; the export is incomplete`);
+}
+
 /** What an app gives the export: its rows for a finished task, and how a row becomes CSV. */
 export interface ResultExport<Row> {
   /** Download names: `<name>-<task id>.csv`. */
@@ -49,7 +60,7 @@ export function resultExportRoutes<Row>(fanout: Fanout, definition: AnyFanoutDef
       responses: { 200: { contentType: 'application/json' }, ...responses },
       async handler(c) {
         const task = await finishedTask(c, fanout, definition);
-        return download(c, jsonArrayOf('results', spec.rows(task)), 'application/json', `${spec.name}-${task.id}.json`);
+        return download(c, jsonArrayOf('results', whileKept(fanout, task.id, spec.rows(task))), 'application/json', `${spec.name}-${task.id}.json`);
       },
     }),
     route({
@@ -60,7 +71,7 @@ export function resultExportRoutes<Row>(fanout: Fanout, definition: AnyFanoutDef
       responses: { 200: { contentType: 'text/csv' }, ...responses },
       async handler(c) {
         const task = await finishedTask(c, fanout, definition);
-        return download(c, csvLines(spec.columns, spec.rows(task)), 'text/csv', `${spec.name}-${task.id}.csv`);
+        return download(c, csvLines(spec.columns, whileKept(fanout, task.id, spec.rows(task))), 'text/csv', `${spec.name}-${task.id}.csv`);
       },
     }),
   ];

@@ -1,7 +1,7 @@
 import type { Fanout, ItemRecord } from '@fanout/core';
 import { HttpError } from '../errors.ts';
 import { csvLines, type CsvColumn } from '../export/csv.ts';
-import { taskItems } from '../export/results.ts';
+import { taskItems, whileKept } from '../export/results.ts';
 import { textStream } from '../export/stream.ts';
 import { route, type RouteSpec } from '../route.ts';
 import { errorSchema, failuresSchema, itemCountsSchema, itemPageSchema, itemParams, itemViewSchema, listItemsQuery, logsSchema, taskIdParams } from '../schemas.ts';
@@ -105,7 +105,7 @@ export function itemRoutes(options: TaskRoutesOptions): RouteSpec[] {
       responses: { 200: { contentType: 'text/csv' }, ...responses },
       async handler(c) {
         const task = await taskWithDetails(c, fanout, definition);
-        return c.body(textStream(csvLines(FAILURE_COLUMNS, taskItems(fanout, task.id, 'failed'))), 200, {
+        return c.body(textStream(csvLines(FAILURE_COLUMNS, whileKept(fanout, task.id, taskItems(fanout, task.id, 'failed')))), 200, {
           'content-type': 'text/csv; charset=utf-8',
           'content-disposition': `attachment; filename="${definition.name}-${task.id}-failures.csv"`,
           'cache-control': 'no-store',

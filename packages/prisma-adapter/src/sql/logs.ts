@@ -32,7 +32,11 @@ async function insertLines(db: PrismaQueryable, entries: readonly ItemLogEntry[]
     FROM unnest(${entries.map((e) => e.taskId)}::uuid[], ${entries.map((e) => e.itemId)}::uuid[], ${entries.map((e) => e.attempt)}::int[],
                 ${entries.map((e) => e.at)}::timestamptz[], ${entries.map((e) => e.message)}::text[], ${entries.map((e) => json(e.data))}::text[])
          WITH ORDINALITY AS x(task_id, item_id, attempt, at, message, data, ord)
-    WHERE EXISTS (SELECT 1 FROM fanout_task t WHERE t.id = x.task_id AND t.purged_at IS NULL)
+    -- Locked (as the foreign key's check would, a moment later): a purge under way on the task holds
+    -- its row, and this waits for it and reads purged_at again on what it committed. Read from the
+    -- statement's snapshot, a line could pass, then be stored after the purge deleted the task's
+    -- lines, and stay for ever (the task's row stays after retention).
+    WHERE EXISTS (SELECT 1 FROM fanout_task t WHERE t.id = x.task_id AND t.purged_at IS NULL FOR KEY SHARE)
     ORDER BY x.ord`;
 }
 

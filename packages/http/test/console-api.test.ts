@@ -264,6 +264,17 @@ describe('console API', () => {
     expect((await call('GET', '/events?task=nope')).status).toBe(400);
   });
 
+  it("streams a task's last item's outcome before its ending", async () => {
+    // The failing item settles last, and its settle ends the task.
+    const id = await submit({ count: 2, every: 2, special: { permanent: true, sleepMs: 800 } });
+    const sse = collectEventStream((await call('GET', `/tasks/${id}/events`)).body!);
+    await waitFor(() => sse.messages.some((m) => m.event === 'task.completed'), { message: 'the ending' });
+    const kinds = sse.messages.map((m) => `${m.event}${m.event === 'item.failed' ? `:${m.data.key}:${m.data.willRetry}` : ''}`);
+    expect(kinds).toContain('item.failed:item-0:false');
+    expect(kinds.indexOf('item.failed:item-0:false')).toBeLessThan(kinds.indexOf('task.completed'));
+    await sse.cancel();
+  });
+
   it('tells who is calling, and shows operations to operators only', async () => {
     expect(await json(call('GET', '/me'))).toEqual({ tenant: 'tenant-a', role: 'user' });
     expect(await json(call('GET', '/me', { token: 'token-ops' }))).toEqual({ tenant: 'tenant-a', role: 'operator' });

@@ -119,6 +119,8 @@ export class ChildRunner {
   readonly #running = new PhaseCount();
   /** Items that have run and whose outcome (or release) is not stored yet. */
   readonly #recording = new PhaseCount();
+  /** The event of each outcome on its way to the store, emitted once it is stored (see `#settles`). */
+  readonly #settledEvents = new Map<string, () => void>();
 
   constructor(
     ctx: RuntimeContext,
@@ -143,6 +145,13 @@ export class ChildRunner {
         // them. Nothing to do (and no statement) when no handler logged.
         await ctx.itemLogs.flush();
         const result = await ctx.store.settleItems(outcomes);
+        // The items' own events before their tasks' (progress, an ending): a stream that ends with
+        // its task's ending still carries the outcome of the item whose settle ended it.
+        try {
+          for (const itemId of result.settled) this.#settledEvents.get(itemId)?.();
+        } catch (error) {
+          ctx.reportError(error, 'announcing settled items'); // stored all the same
+        }
         try {
           ctx.afterSettle(result);
         } catch (error) {
@@ -483,12 +492,21 @@ export class ChildRunner {
       outcome = { itemId: item.itemId, token: attempt.token, status: 'cancelled' };
     }
     // Without an outcome, or when the claim was lost meanwhile, another worker owns the item.
-    if (!outcome || !(await tel.settle(outcome, this.#settles))) return;
-    ctx.stats.settled(item.kind, outcome.status, durationMs);
-    tel.settled(outcome, durationMs);
-    if (outcome.status === 'succeeded') ctx.events.emit('item.succeeded', { ...attempt.base, result: outcome.result });
-    else if (outcome.status === 'failed') ctx.events.emit('item.failed', { ...attempt.base, error: outcome.error!, willRetry: false });
-    else ctx.events.emit('item.cancelled', attempt.base);
+    if (!outcome) return;
+    const settled = outcome;
+    const announce = () => {
+      if (settled.status === 'succeeded') ctx.events.emit('item.succeeded', { ...attempt.base, result: settled.result });
+      else if (settled.status === 'failed') ctx.events.emit('item.failed', { ...attempt.base, error: settled.error!, willRetry: false });
+      else ctx.events.emit('item.cancelled', attempt.base);
+    };
+    this.#settledEvents.set(settled.itemId, announce);
+    try {
+      if (!(await tel.settle(settled, this.#settles))) return;
+    } finally {
+      if (this.#settledEvents.get(settled.itemId) === announce) this.#settledEvents.delete(settled.itemId);
+    }
+    ctx.stats.settled(item.kind, settled.status, durationMs);
+    tel.settled(settled, durationMs);
   }
 }
 

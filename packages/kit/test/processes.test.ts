@@ -240,6 +240,11 @@ describe('local runs', () => {
       await expect(local({ DATABASE_URL: db.url, PORT: String(port) })).rejects.toThrow(`port ${port} (Echo's console and API) is in use by another program: stop it, or set PORT to another port`);
       await expect(local({ DATABASE_URL: db.url, PORT: '65535' }, [echo, echo])).rejects.toThrow('invalid configuration: PORT: must leave room for 2 apps on the ports from it up: at most 65534 (got 65535)');
       await expect(local({ DATABASE_URL: db.url, PORT: '4100', FANOUT_METRICS_PORT: '4100' })).rejects.toThrow("invalid configuration: FANOUT_METRICS_PORT: must differ from the apps' ports (4100) (got 4100)");
+      // Two apps given one local port: said as such, not as a port another program holds.
+      const onPort = (name: string) => ({ ...echo, name, local: { ...echo.local, port: 4200 } });
+      const { PORT: _, ...withoutPort } = TEST_ENV;
+      const twoOnOnePort = runLocal([onPort('echo'), onPort('echo_two')], { dataDir, env: { ...withoutPort, FANOUT_TOKENS: '', DATABASE_URL: db.url } as Record<string, string>, signals: false, print: (l) => lines.push(l) });
+      await expect(twoOnOnePort).rejects.toThrow("invalid configuration: local.port of echo_two: must differ from echo's (both 4200)");
       await expect(local({ DATABASE_URL: 'postgres://x:y@[::1:5432/db' })).rejects.toThrow('invalid configuration: DATABASE_URL: must be a postgres:// or postgresql:// connection URL');
       const refused = local({ DATABASE_URL: 'postgres://someone:hunter2@127.0.0.1:1/db' });
       await expect(refused).rejects.toThrow(/^DATABASE_URL \(someone@127\.0\.0\.1:1\/db\): .*ECONNREFUSED/);

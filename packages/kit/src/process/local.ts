@@ -86,6 +86,13 @@ export async function runLocal(apps: readonly AppSpec<any, any, any>[], options:
   if (common.PORT !== undefined && common.PORT + apps.length - 1 > 65535) {
     throw new ConfigError([{ variable: 'PORT', rule: `must leave room for ${apps.length} apps on the ports from it up: at most ${65536 - apps.length} (got ${common.PORT})` }]);
   }
+  // Two apps given one port (`local.port`): said as it is, not as a port "in use by another program".
+  for (const [index, port] of ports.entries()) {
+    const first = ports.indexOf(port);
+    if (port !== 0 && first < index) {
+      throw new ConfigError([{ variable: `local.port of ${apps[index]!.name}`, rule: `must differ from ${apps[first]!.name}'s (both ${port})` }]);
+    }
+  }
   if (common.FANOUT_METRICS_PORT && ports.includes(common.FANOUT_METRICS_PORT)) {
     throw new ConfigError([{ variable: 'FANOUT_METRICS_PORT', rule: `must differ from the apps' ports (${ports.join(', ')}) (got ${common.FANOUT_METRICS_PORT})` }]);
   }

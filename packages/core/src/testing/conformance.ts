@@ -756,6 +756,12 @@ export function runStoreConformance(name: string, harness: ConformanceHarness): 
         expect(retry.retried).toBe(2);
         expect(retry.task).toMatchObject({ status: 'running', round: 2, succeeded: 1, failed: 0, total: 3, completedAt: null });
         expect(rec.enqueued).toEqual([{ taskId: task.id, kind, tenant: null }]);
+        // The items back start their times afresh: a retried item's duration is its new round's.
+        const back = (await store.listItems(task.id, { limit: 10 })).rows.filter((i) => i.status === 'pending');
+        expect(back.map((i) => [i.startedAt, i.finishedAt])).toEqual([
+          [null, null],
+          [null, null],
+        ]);
         const t2 = randomUUID();
         const claimed = await store.claimItems(ids, t2, LEASE);
         expect(claimed.claimed.map((c) => [c.attempt, c.round])).toEqual([

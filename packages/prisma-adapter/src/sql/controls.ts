@@ -105,8 +105,9 @@ export async function retryFailedItems(tx: PrismaQueryable, taskId: string, enqu
   await awaitEnding(tx, task, { retryableOnly, withStopped, only });
   const items = await tx.$queryRaw<{ id: string; was: string }[]>`
     WITH back AS (
+      -- (A new round starts its items' times afresh: an item's duration is its round's.)
       UPDATE fanout_item i SET status = 'pending', attempts = 0, round = ${round}::int, result = NULL,
-        claim_token = NULL, finished_at = NULL, retry_at = NULL
+        claim_token = NULL, started_at = NULL, finished_at = NULL, retry_at = NULL
       FROM (SELECT id, status AS was FROM fanout_item
             WHERE task_id = ${taskId}::uuid
               AND ((status = 'failed' AND (${retryableOnly}::boolean = false OR (error->>'retryable')::boolean IS TRUE))

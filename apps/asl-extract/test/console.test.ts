@@ -290,6 +290,28 @@ describe('ASL operator console in Chromium', () => {
       message: 'focus on the task actions',
     });
     expect(pageErrors(page)).toEqual([]);
+
+    // A deep link to a task that is not there, and one cut short: "not found", the page live
+    // (following every task), and no request the server refuses, once or again and again.
+    const refused: string[] = [];
+    page.on('response', (res) => {
+      if (res.status() >= 400) refused.push(`${res.status()} ${new URL(res.url()).pathname}${new URL(res.url()).search}`);
+    });
+    for (const [id, says] of [
+      ['00000000-0000-4000-8000-000000000000', /There is no task 00000000-0000-4000-8000-000000000000/],
+      ['01a24230', /01a24230 is not a task id/],
+    ] as const) {
+      await page.goto(`${t.apiUrl}/#/tasks/${id}`);
+      await page.getByRole('heading', { name: 'Task not found' }).waitFor({ timeout: ACTION_MS });
+      await page.getByText(says).waitFor();
+      await page.locator('.live-on').waitFor({ timeout: ACTION_MS });
+    }
+    await page.screenshot({ path: join(shots, '07b-not-a-task.png') });
+    // The missing task's reads are refused once each (its stream too, then every task's is
+    // followed); the id cut short asks nothing.
+    expect(refused.length).toBeGreaterThan(0);
+    expect(new Set(refused).size).toBe(refused.length);
+    expect(refused.filter((r) => r.includes('01a24230'))).toEqual([]);
     await context.close();
   });
 

@@ -25,6 +25,8 @@ export const taskViewSchema = z.object({
   roundStartedAt: iso.nullable(),
   roundSettledAtStart: z.number().int(),
   dispatched: z.boolean(),
+  /** It stopped before all its items were listed: its counts are of the listed ones, and it cannot be retried. */
+  dispatchCut: z.boolean(),
   createdAt: iso,
   startedAt: iso.nullable(),
   completedAt: iso.nullable(),

@@ -20,6 +20,7 @@ export function taskView(task: TaskRecord): TaskView {
     roundStartedAt: iso(task.roundStartedAt ?? task.startedAt),
     roundSettledAtStart: task.roundSettledAtStart,
     dispatched: task.dispatchedAt !== null,
+    dispatchCut: task.dispatchCut ?? false,
     createdAt: task.createdAt.toISOString(),
     startedAt: iso(task.startedAt),
     completedAt: iso(task.completedAt),

@@ -86,6 +86,7 @@ export function toTask(row: TaskRow): TaskRecord {
     maxFailureRatio: row.max_failure_ratio,
     deadlineAt: row.deadline_at,
     dispatchedAt: row.dispatched_at,
+    dispatchCut: row.dispatch_cut,
     createdAt: row.created_at,
     startedAt: row.started_at,
     completedAt: row.completed_at,

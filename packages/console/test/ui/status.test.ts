@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canArchive, canCancel, canDelete, canRetryFailed, canRetryItem, endingText, presentStatus, progressLabel, progressText } from '../../src/ui/state/status.ts';
+import { canArchive, canCancel, canDelete, canRetryFailed, canRetryItem, endingText, presentStatus, progressLabel, progressText, retryCount } from '../../src/ui/state/status.ts';
 import type { ItemCounts, ItemView } from '../../src/ui/api/types.ts';
 import { task } from './fixtures.ts';
 
@@ -77,6 +77,23 @@ describe('which actions are offered', () => {
     expect(canRetryFailed(task({ status: 'running' }), itemCounts({ failed: 3, retryableFailed: 3 }))).toBe(false);
     expect(canRetryFailed(task({ status: 'cancelled' }), itemCounts({ failed: 3, retryableFailed: 3 }))).toBe(false);
     expect(canRetryFailed(task({ status: 'completed' }), null)).toBe(false);
+  });
+
+  it('a retry counts what the server brings back: with the retryable failures, the items a stop by the deadline or the failure tolerance cancelled; nothing once the listing was cut', () => {
+    const counts = itemCounts({ failed: 4, retryableFailed: 1, cancelled: 24 });
+    expect(retryCount(task({ status: 'failed', stopReason: 'deadline' }), counts)).toEqual({ failed: 1, notRun: 24 });
+    expect(retryCount(task({ status: 'failed', stopReason: 'failure_threshold' }), counts)).toEqual({ failed: 1, notRun: 24 });
+    // A cancel by a person is final.
+    expect(retryCount(task({ status: 'cancelled', stopReason: 'cancelled' }), counts)).toEqual({ failed: 0, notRun: 0 });
+    // Stopped by its tolerance with no retryable failure: its cancelled items are still offered.
+    const stopped = task({ status: 'failed', stopReason: 'failure_threshold' });
+    expect(canRetryFailed(stopped, itemCounts({ failed: 2, retryableFailed: 0, cancelled: 47 }))).toBe(true);
+    // Its listing cut short: the server refuses any retry, so none is offered, nor one item's.
+    const cut = task({ status: 'failed', stopReason: 'deadline', dispatchCut: true });
+    expect(canRetryFailed(cut, counts)).toBe(false);
+    expect(canRetryItem(cut, { status: 'failed' } as ItemView)).toBe(false);
+    expect(presentStatus(cut).note).toBe('deadline passed, stopped before all its items were listed');
+    expect(presentStatus(task({ status: 'cancelled', dispatchCut: true })).note).toBe('stopped before all its items were listed');
   });
 
   it('per-item retry on failed items of a finished task', () => {

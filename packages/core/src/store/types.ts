@@ -46,6 +46,12 @@ export interface TaskRecord {
   maxFailureRatio: number | null;
   deadlineAt: Date | null;
   dispatchedAt: Date | null;
+  /**
+   * Its dispatch ended before the listing did (a stop, a failed manager): items after the cut were
+   * never listed, so its counts are of the listed ones, and a retry is refused. Optional for a store
+   * that does not say it (read as false).
+   */
+  dispatchCut?: boolean;
   createdAt: Date;
   startedAt: Date | null;
   completedAt: Date | null;

@@ -18,6 +18,8 @@ export interface TaskView {
   roundStartedAt: string | null;
   roundSettledAtStart: number;
   dispatched: boolean;
+  /** It stopped before all its items were listed: its counts are of the listed ones; no retry. */
+  dispatchCut?: boolean;
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;

@@ -66,3 +66,6 @@ export function tokenFromFragment(hash: string): string | null {
   const token = new URLSearchParams(raw).get('token');
   return token && token.trim() ? token.trim() : null;
 }
+
+/** Whether a route's id can be a task's (a UUID, in any case): another is no task, and asks nothing. */
+export const isTaskId = (id: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);

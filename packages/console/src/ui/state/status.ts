@@ -20,6 +20,9 @@ const STOP_NOTES: Record<string, string> = {
   manager_failed: 'could not dispatch',
 };
 
+/** A task that stopped before all its items were listed: its counts are of the listed ones. */
+const NOT_ALL_LISTED = 'stopped before all its items were listed';
+
 /** How a task's status is shown: an honest word, a tone, and what qualifies it. */
 export function presentStatus(task: TaskView): StatusPresentation {
   switch (task.status) {
@@ -33,10 +36,12 @@ export function presentStatus(task: TaskView): StatusPresentation {
       if (task.failed === 0) return { label: 'completed', tone: 'ok', note: null };
       if (task.succeeded === 0) return { label: 'completed', tone: 'bad', note: `all ${formatCount(task.failed)} failed` };
       return { label: 'completed', tone: 'warn', note: `${formatCount(task.failed)} failed` };
-    case 'failed':
-      return { label: 'failed', tone: 'bad', note: task.stopReason && task.stopReason !== 'cancelled' ? (STOP_NOTES[task.stopReason] ?? null) : null };
+    case 'failed': {
+      const why = task.stopReason && task.stopReason !== 'cancelled' ? (STOP_NOTES[task.stopReason] ?? null) : null;
+      return { label: 'failed', tone: 'bad', note: task.dispatchCut ? [why, NOT_ALL_LISTED].filter(Boolean).join(', ') : why };
+    }
     case 'cancelled':
-      return { label: 'cancelled', tone: 'muted', note: null };
+      return { label: 'cancelled', tone: 'muted', note: task.dispatchCut ? NOT_ALL_LISTED : null };
   }
 }
 
@@ -62,6 +67,7 @@ export function progressText(task: TaskView): string {
   if (task.cancelled > 0) parts.push(`${formatCount(task.cancelled)} cancelled`);
   const base = `${formatCount(settledOf(task))} of ${formatCount(task.total)} settled: ${parts.join(', ')}`;
   if (task.status === 'queued') return `queued, ${base}`;
+  if (task.dispatchCut) return `${base} (${NOT_ALL_LISTED}: the items after were never listed)`;
   return task.dispatched ? base : `${base} (still dispatching)`;
 }
 
@@ -77,12 +83,26 @@ export function endingText(task: TaskView): string {
 
 export const canCancel = (task: TaskView): boolean => task.status === 'queued' || task.status === 'running';
 
-/** Retry of the failed items: for a task that completed or failed, with retryable failures. */
-export const canRetryFailed = (task: TaskView, counts: ItemCounts | null): boolean =>
-  (task.status === 'completed' || task.status === 'failed') && (counts?.retryableFailed ?? 0) > 0;
+/**
+ * What a retry of the failed items brings back, as the server does: the retryable failures of a
+ * task that completed or failed, and the items that a stop by its failure tolerance or deadline
+ * cancelled before they ran (`notRun`); nothing for a task whose listing was cut short, which the
+ * server refuses to retry.
+ */
+export function retryCount(task: TaskView, counts: ItemCounts | null): { failed: number; notRun: number } {
+  if ((task.status !== 'completed' && task.status !== 'failed') || task.dispatchCut || !counts) return { failed: 0, notRun: 0 };
+  const stopped = task.stopReason === 'failure_threshold' || task.stopReason === 'deadline';
+  return { failed: counts.retryableFailed, notRun: stopped ? counts.cancelled : 0 };
+}
+
+/** Retry of the failed items: offered when it would bring any back (`retryCount`). */
+export const canRetryFailed = (task: TaskView, counts: ItemCounts | null): boolean => {
+  const { failed, notRun } = retryCount(task, counts);
+  return failed + notRun > 0;
+};
 
 /** Retry of one failed item (even a permanent failure, once its source is fixed) of a finished task. */
-export const canRetryItem = (task: TaskView, item: ItemView): boolean => (task.status === 'completed' || task.status === 'failed') && item.status === 'failed';
+export const canRetryItem = (task: TaskView, item: ItemView): boolean => (task.status === 'completed' || task.status === 'failed') && !task.dispatchCut && item.status === 'failed';
 
 export const canArchive = (task: TaskView): boolean => isTerminal(task.status) && task.archivedAt === null;
 export const canDelete = (task: TaskView): boolean => isTerminal(task.status);

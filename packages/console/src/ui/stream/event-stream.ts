@@ -78,6 +78,12 @@ export class EventStream {
           this.#options.onUnauthorized();
           return;
         }
+        if ((res.status === 404 || res.status === 400) && scope !== null) {
+          // The task it would follow is not there (deleted meanwhile, another tenant's): every task
+          // of the tenant instead, as a list page has, rather than the same refusal every few seconds.
+          scope = null;
+          continue;
+        }
         if (!res.ok || !res.body) {
           notBefore = retryAfterMs(res.headers.get('retry-after'), Date.now());
           throw new Error(`The live connection was refused (HTTP ${res.status}${await refusalMessage(res)}).`);

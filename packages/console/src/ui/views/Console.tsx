@@ -7,7 +7,7 @@ import { ConfirmDialog, type ConfirmRequest } from '../components/ConfirmDialog.
 import { Toasts, type Toast, type ToastInput } from '../components/Toasts.tsx';
 import { Emitter } from '../state/emitter.ts';
 import { shortId } from '../state/format.ts';
-import { parseRoute, routeHash, tokenFromFragment, type Route } from '../state/route.ts';
+import { isTaskId, parseRoute, routeHash, tokenFromFragment, type Route } from '../state/route.ts';
 import { endingText } from '../state/status.ts';
 import { TaskStore } from '../state/task-store.ts';
 import { EventStream, type StreamStatus } from '../stream/event-stream.ts';
@@ -26,7 +26,7 @@ export interface ConsoleProps {
   expired(): void;
 }
 
-const scopeOf = (route: Route): string | null => (route.view === 'task' ? route.id : null);
+const scopeOf = (route: Route): string | null => (route.view === 'task' && isTaskId(route.id) ? route.id : null);
 
 function announceEndings(ended: TaskView[]): string {
   if (ended.length === 1) return endingText(ended[0]!);

@@ -62,7 +62,8 @@ export function useTaskActions() {
         return run(`Retrying task ${short}`, async () => {
           const answer = await api.send<{ retried: number; task: TaskView }>('POST', `${taskPath(task)}/retry-failed`, { retryableOnly: true });
           store.upsert(answer.task);
-          return `Retrying ${formatCount(answer.retried ?? count)} failed items of task ${short}.`;
+          const retried = answer.retried ?? count;
+          return `Retrying ${formatCount(retried)} item${retried === 1 ? '' : 's'} of task ${short}.`;
         }, busy);
       },
       retryItem(task: TaskView, item: ItemView): Promise<boolean> {

@@ -6,7 +6,7 @@ import { useApp } from '../../app-context.ts';
 import { useFocusKeeper } from '../../hooks.ts';
 import { valueAt } from '../../state/columns.ts';
 import { formatCount, shortId } from '../../state/format.ts';
-import { canArchive, canCancel, canDelete, canExport, canRetryFailed } from '../../state/status.ts';
+import { canArchive, canCancel, canDelete, canExport, canRetryFailed, retryCount } from '../../state/status.ts';
 import { fillPath } from '../../state/template.ts';
 import { useTaskActions, type Busy } from '../task-actions.ts';
 
@@ -72,7 +72,8 @@ export function TaskActions({ task, counts, version, done, appDone }: { task: Ta
   // A button disabled while its request runs has the focus back after it; one that went away (the
   // task was cancelled or archived) leaves it with the task's actions.
   const focusKeeper = useFocusKeeper(() => group.current);
-  const retryable = counts?.retryableFailed ?? 0;
+  const retry = retryCount(task, counts);
+  const retryLabel = [retry.failed > 0 ? `${formatCount(retry.failed)} failed` : '', retry.notRun > 0 ? `${formatCount(retry.notRun)} cancelled` : ''].filter(Boolean).join(' and ');
   const exportable = canExport(task);
   return (
     <div class="actions" role="group" aria-label={`Actions on task ${short}`} ref={group} tabIndex={-1} onFocusIn={focusKeeper.onFocusIn} onFocusOut={focusKeeper.onFocusOut}>
@@ -82,8 +83,14 @@ export function TaskActions({ task, counts, version, done, appDone }: { task: Ta
         </button>
       ) : null}
       {canRetryFailed(task, counts) ? (
-        <button type="button" class="primary" disabled={busy !== null} onClick={() => void run('retry', (b) => actions.retryFailed(task, retryable, b))}>
-          {busy === 'retry' ? 'Retrying…' : `Retry ${formatCount(retryable)} failed`}
+        <button
+          type="button"
+          class="primary"
+          disabled={busy !== null}
+          title={retry.notRun > 0 ? `Runs again the failures that may pass, and the items its ${task.stopReason === 'deadline' ? 'deadline' : 'failure tolerance'} cancelled before they ran` : 'Runs again the failures that may pass'}
+          onClick={() => void run('retry', (b) => actions.retryFailed(task, retry.failed + retry.notRun, b))}
+        >
+          {busy === 'retry' ? 'Retrying…' : `Retry ${retryLabel}`}
         </button>
       ) : null}
       {config.exports.map((spec) => (

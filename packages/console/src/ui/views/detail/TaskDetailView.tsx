@@ -7,7 +7,7 @@ import { ProgressBar } from '../../components/ProgressBar.tsx';
 import { StatusBadge } from '../../components/StatusBadge.tsx';
 import { useNow, useStoreVersion, useThrottled } from '../../hooks.ts';
 import { formatCount, formatDateTime, shortId } from '../../state/format.ts';
-import type { ItemTab } from '../../state/route.ts';
+import { isTaskId, type ItemTab } from '../../state/route.ts';
 import { progressText, purgedCounts } from '../../state/status.ts';
 import { isTerminal, settledOf } from '../../state/task-merge.ts';
 import { useTaskActions } from '../task-actions.ts';
@@ -36,6 +36,8 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
   useStoreVersion(store);
   const task = store.get(id);
   const path = `/tasks/${encodeURIComponent(id)}`;
+  // A route whose id is no task's id (a link cut short) asks the server nothing.
+  const isId = isTaskId(id);
 
   const [missing, setMissing] = useState<string | null>(null);
   const [taskError, setTaskError] = useState<string | null>(null);
@@ -70,6 +72,7 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
 
   const seen = useRef('');
   const loadTask = useCallback(async () => {
+    if (!isId) return;
     try {
       // What the server just said needs no second look.
       seen.current = signature(store.upsert(await api.get<TaskView>(path)));
@@ -78,10 +81,10 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
       if (error instanceof ApiError && error.status === 404) setMissing(error.message);
       else setTaskError(describeError(error));
     }
-  }, [api, store, path]);
+  }, [api, store, path, isId]);
 
   // A task whose items retention deleted has only its own counters: nothing more to ask.
-  const purged = useCallback(() => Boolean(store.get(id)?.purgedAt), [store, id]);
+  const purged = useCallback(() => !isId || Boolean(store.get(id)?.purgedAt), [store, id, isId]);
 
   const loadCounts = useCallback(async () => {
     if (purged()) return;
@@ -152,13 +155,19 @@ export function TaskDetailView({ id, items: filter }: { id: string; items: ItemT
 
   const now = useNow(task !== undefined && !isTerminal(task.status));
 
-  if (missing) {
+  if (missing || !isId) {
     return (
       <section class="panel narrow" aria-labelledby="missing-heading">
         <h1 id="missing-heading">Task not found</h1>
-        <p>
-          There is no task <span class="mono">{id}</span> for this token: it may have been deleted, or belong to another tenant.
-        </p>
+        {isId ? (
+          <p>
+            There is no task <span class="mono">{id}</span> for this token: it may have been deleted, or belong to another tenant.
+          </p>
+        ) : (
+          <p>
+            <span class="mono">{id}</span> is not a task id (a task's id is a UUID, such as <span class="mono">0193abcd-0000-7000-8000-000000000001</span>): the link may have been cut short.
+          </p>
+        )}
         <p>
           <a href="#/tasks">Back to the task list</a>
         </p>

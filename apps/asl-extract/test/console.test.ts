@@ -291,6 +291,17 @@ describe('ASL operator console in Chromium', () => {
     });
     expect(pageErrors(page)).toEqual([]);
 
+    // Deleted elsewhere while its page is open: an action on it leaves the page for the list and
+    // says why, instead of an error about a task that is no longer there.
+    const { id: gone } = (await (await t.call('POST', '/tasks', { body: { input: { documentIds: papers.slice(0, 1) } } })).json()) as { id: string };
+    await waitFor(async () => ((await (await t.call('GET', `/tasks/${gone}`)).json()) as TaskJson).status === 'completed', { message: 'the task to delete ended' });
+    await page.goto(`${t.apiUrl}/#/tasks/${gone}`);
+    await page.getByRole('button', { name: /^Archive task/ }).waitFor({ timeout: ACTION_MS });
+    expect((await t.call('DELETE', `/tasks/${gone}`)).status).toBe(204);
+    await page.getByRole('button', { name: /^Archive task/ }).click();
+    await page.getByText(`Task ${gone.slice(0, 8)}…${gone.slice(-6)} is no longer there: it was deleted.`).waitFor({ timeout: ACTION_MS });
+    await waitFor(async () => (/^#\/tasks(\?|$)/.test(new URL(page.url()).hash) ? true : null), { timeoutMs: ACTION_MS, message: 'back on the list' });
+
     // A deep link to a task that is not there, and one cut short: "not found", the page live
     // (following every task), and no request the server refuses, once or again and again.
     const refused: string[] = [];

@@ -46,7 +46,9 @@ export function etlLoad(options: EtlOptions) {
     input: etlInput,
     item: chunkItem,
     result: z.object({ rowsIn: z.int(), clean: z.int(), rejected: z.int(), blank: z.int() }),
-    summarize: (input) => input.label ?? `upload ${input.uploadId.slice(0, 8)}`,
+    // Without a label (a load started from the console's panel): the file and the table, as
+    // `POST /loads` labels them.
+    summarize: async (input, { tenant }) => input.label ?? (await loadLabel(options.pool, tenant ?? '', input)),
     options: { child: { retryLimit: 3, retryDelaySeconds: 1 }, manager: { retryDelaySeconds: 1, pageSize: PLAN_PAGE } },
     // Refused at submit: an upload or a spec that is not the tenant's, an upload whose file went,
     // a text file whose format or header does not suit the spec (see loadInputIssues).
@@ -68,3 +70,13 @@ export function etlLoad(options: EtlOptions) {
 }
 
 export type EtlDefinition = ReturnType<typeof etlLoad>;
+
+/** "covid.csv.gz to covid_tests": the upload's file name and the spec's table (the tenant's own). */
+async function loadLabel(pool: pg.Pool, tenant: string, input: { uploadId: string; specId: string }): Promise<string> {
+  const { rows } = await pool.query<{ filename: string; target: string }>(
+    'SELECT u.filename, s.target FROM etl_upload u, etl_spec s WHERE u.id = $1 AND s.id = $2 AND u.tenant = $3 AND s.tenant = $3',
+    [input.uploadId, input.specId, tenant],
+  );
+  const [row] = rows;
+  return row ? `${row.filename} to ${row.target}`.slice(0, 200) : `upload ${input.uploadId.slice(0, 8)}`;
+}

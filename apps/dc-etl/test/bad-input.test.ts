@@ -242,5 +242,12 @@ describe('bad input', () => {
     expect(refusal.error.issues.every((i) => i.field === 'body.input.specId' && i.rule === 'unknown_column')).toBe(true);
     expect(refusal.error.issues.length).toBeGreaterThan(5);
     expect(await tasks()).toBe(before);
+    // One that suits its spec starts, and without a label (as the console's panel sends it) is
+    // listed by its file and table, as POST /loads lists it.
+    const { specId: fitting } = await store('/specs', 'small.json', Buffer.from(smallSpec));
+    const started = await t.call('POST', '/tasks', { body: { input: { uploadId: smallUpload, specId: fitting } } });
+    expect(started.status).toBe(202);
+    const { id } = (await started.json()) as { id: string };
+    expect(await json(t.call('GET', `/tasks/${id}`))).toMatchObject({ summary: 'tests.csv to small' });
   });
 });

@@ -95,6 +95,7 @@ describe('shared HTTP layer', () => {
         '/tasks/{id}/failures',
         '/tasks/{id}/failures.csv',
         '/tasks/{id}/items',
+        '/tasks/{id}/items/{itemId}',
         '/tasks/{id}/items/{itemId}/logs',
         '/tasks/{id}/items/{itemId}/retry',
         '/tasks/{id}/retry-failed',
@@ -118,6 +119,7 @@ describe('shared HTTP layer', () => {
         'completedAt',
         'createdAt',
         'deadlineAt',
+        'dispatchCut',
         'dispatched',
         'error',
         'failed',
@@ -186,7 +188,7 @@ describe('shared HTTP layer', () => {
     await ended(id);
     const [item] = ((await (await call('GET', `/tasks/${id}/items?limit=1`)).json()) as { items: { id: string }[] }).items;
     const routes = (await tokenRoutes(id, item!.id)).filter(([, path]) => path.includes(id));
-    expect(routes).toHaveLength(12);
+    expect(routes).toHaveLength(13);
     for (const [method, path] of routes) {
       const res = await call(method, path, { token: 'token-b' });
       expect(res.status, `${method} ${path}`).toBe(404);
@@ -199,7 +201,7 @@ describe('shared HTTP layer', () => {
   it('refuses requests without a valid bearer token on every task route', async () => {
     const id = await submit({ count: 1 });
     const routes = await tokenRoutes(id);
-    expect(routes).toHaveLength(18);
+    expect(routes).toHaveLength(19);
     for (const [method, path] of routes) {
       const missing = await call(method, path, { token: null });
       expect(missing.status, `${method} ${path}`).toBe(401);

@@ -25,6 +25,13 @@ describe('roundRate', () => {
     expect(roundRate(t, at('2026-11-30T15:00:10Z'))).toBe(1);
   });
 
+  it('counts the items that ran, not the ones a stop cancelled at once', () => {
+    const cancelled = task({ status: 'cancelled', stopReason: 'cancelled', succeeded: 3, cancelled: 357, roundStartedAt: '2026-11-30T14:00:00Z', completedAt: '2026-11-30T14:00:03Z' });
+    expect(roundRate(cancelled, at('2026-11-30T15:00:00Z'))).toBe(1);
+    // A later round of a task with items cancelled: what was cancelled before it is not known.
+    expect(roundRate({ ...cancelled, round: 2, roundSettledAtStart: 300 }, at('2026-11-30T15:00:00Z'))).toBeNull();
+  });
+
   it('says nothing before the round started or in its first second', () => {
     expect(roundRate(task({ roundStartedAt: null }), Date.now())).toBeNull();
     expect(roundRate(task({ succeeded: 3 }), at('2026-11-30T14:00:00.500Z'))).toBeNull();

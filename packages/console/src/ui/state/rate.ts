@@ -10,7 +10,10 @@ const time = (iso: string | null): number | null => {
 /**
  * Items settled per second in the current round:
  * `(settled - roundSettledAtStart) / ((completedAt or now) - roundStartedAt)`. A retry's round
- * is measured on its own, not diluted by the first round. Null before the round started, or
+ * is measured on its own, not diluted by the first round. A task that was stopped (cancelled,
+ * its deadline, its failure tolerance) cancelled its pending items at once, in no time: its rate
+ * counts the items that ran (`succeeded + failed`), in its first round; in a later one what was
+ * cancelled before it began is not known, so it has no rate. Null before the round started, or
  * while too little time has passed to say.
  */
 export function roundRate(task: TaskView, now: number): number | null {
@@ -21,6 +24,10 @@ export function roundRate(task: TaskView, now: number): number | null {
   const end = completed !== null && completed >= start ? completed : now;
   const seconds = (end - start) / 1000;
   if (seconds < 1) return null;
+  if (task.stopReason !== null || task.cancelled > 0) {
+    if (task.round > 1) return null;
+    return (task.succeeded + task.failed) / seconds;
+  }
   return Math.max(0, settledOf(task) - task.roundSettledAtStart) / seconds;
 }
 

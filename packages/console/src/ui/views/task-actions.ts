@@ -1,6 +1,6 @@
 import { useMemo } from 'preact/hooks';
 import type { ExportSpec, TaskActionSpec } from '../../config.ts';
-import { describeError } from '../api/errors.ts';
+import { ApiError, describeError } from '../api/errors.ts';
 import type { ItemView, TaskView } from '../api/types.ts';
 import { useApp } from '../app-context.ts';
 import { formatCount, shortId } from '../state/format.ts';
@@ -21,12 +21,20 @@ export type Busy = (on: boolean) => void;
 export function useTaskActions() {
   const { api, store, toast, confirm, navigate } = useApp();
   return useMemo(() => {
-    async function run(what: string, action: () => Promise<string>, busy?: Busy): Promise<boolean> {
+    async function run(what: string, action: () => Promise<string>, busy?: Busy, task?: TaskView): Promise<boolean> {
       busy?.(true);
       try {
         toast({ text: await action() });
         return true;
       } catch (error) {
+        if (task && error instanceof ApiError && error.status === 404 && error.code === 'not_found' && error.message.startsWith('task ')) {
+          // Deleted meanwhile (on another page, by someone else): it leaves the page, not an error
+          // on a task that is no longer there.
+          store.remove(task.id);
+          navigate({ view: 'tasks', tab: 'all', q: '' });
+          toast({ kind: 'error', text: `Task ${shortId(task.id)} is no longer there: it was deleted.` });
+          return false;
+        }
         toast({ kind: 'error', text: `${what} failed: ${describeError(error)}` });
         return false;
       } finally {
@@ -41,7 +49,7 @@ export function useTaskActions() {
         return run(`${spec.label} (task ${short})`, async () => {
           await api.send(spec.method, spec.path.replace('{id}', encodeURIComponent(task.id)));
           return `${spec.label}: task ${short} done.`;
-        }, busy);
+        }, busy, task);
       },
       async cancel(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
@@ -55,7 +63,7 @@ export function useTaskActions() {
         return run(`Cancelling task ${short}`, async () => {
           store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/cancel`));
           return `Task ${short} is being cancelled.`;
-        }, busy);
+        }, busy, task);
       },
       retryFailed(task: TaskView, count: number, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
@@ -64,21 +72,21 @@ export function useTaskActions() {
           store.upsert(answer.task);
           const retried = answer.retried ?? count;
           return `Retrying ${formatCount(retried)} item${retried === 1 ? '' : 's'} of task ${short}.`;
-        }, busy);
+        }, busy, task);
       },
       retryItem(task: TaskView, item: ItemView): Promise<boolean> {
         return run(`Retrying item ${item.key}`, async () => {
           const answer = await api.send<{ retried: number; task: TaskView }>('POST', `${taskPath(task)}/items/${encodeURIComponent(item.id)}/retry`);
           store.upsert(answer.task);
           return `Retrying item ${item.key} of task ${shortId(task.id)}.`;
-        });
+        }, undefined, task);
       },
       archive(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         return run(`Archiving task ${short}`, async () => {
           store.upsert(await api.send<TaskView>('POST', `${taskPath(task)}/archive`));
           return `Task ${short} archived; it is listed under Archived.`;
-        }, busy);
+        }, busy, task);
       },
       async remove(task: TaskView, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
@@ -93,15 +101,15 @@ export function useTaskActions() {
           store.remove(task.id);
           navigate({ view: 'tasks', tab: 'all', q: '' });
           return `Task ${short} deleted.`;
-        }, busy);
+        }, busy, task);
       },
       download(task: TaskView, spec: ExportSpec, busy?: Busy): Promise<boolean> {
         const short = shortId(task.id);
         const ext = /\.([a-z0-9]+)(?:\?|$)/i.exec(spec.path)?.[1] ?? 'txt';
         return run(`Downloading ${spec.label} of task ${short}`, async () => {
-          const name = await api.download(spec.path.replaceAll('{id}', encodeURIComponent(task.id)), `${task.kind}-${short}.${ext}`);
+          const name = await api.download(spec.path.replaceAll('{id}', encodeURIComponent(task.id)), `${task.kind}-${task.id}.${ext}`);
           return `Downloaded ${name}.`;
-        }, busy);
+        }, busy, task);
       },
     };
   }, [api, store, toast, confirm, navigate]);

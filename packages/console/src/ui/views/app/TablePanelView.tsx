@@ -157,7 +157,7 @@ export function TablePanelView({ panel, taskId, version, appTurn, appDone }: { p
                   ))}
                 </select>
               ) : (
-                <input type="search" value={filters[f.name] ?? ''} onChange={(e) => setFilter(f.name, e.currentTarget.value)} />
+                <TextFilter value={filters[f.name] ?? ''} onApply={(value) => setFilter(f.name, value)} />
               )}
             </label>
           ))}
@@ -226,5 +226,31 @@ export function TablePanelView({ panel, taskId, version, appTurn, appDone }: { p
         </div>
       ) : null}
     </section>
+  );
+}
+
+/** A text filter applied as you type (a moment after the last key), and at once on Enter or leaving it. */
+function TextFilter({ value, onApply }: { value: string; onApply(value: string): void }) {
+  const [text, setText] = useState(value);
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(() => setText(value), [value]);
+  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
+  const apply = (next: string) => {
+    if (timer.current) clearTimeout(timer.current);
+    timer.current = null;
+    if (next !== value) onApply(next);
+  };
+  return (
+    <input
+      type="search"
+      value={text}
+      onInput={(e) => {
+        const next = e.currentTarget.value;
+        setText(next);
+        if (timer.current) clearTimeout(timer.current);
+        timer.current = setTimeout(() => apply(next), 300);
+      }}
+      onChange={(e) => apply(e.currentTarget.value)}
+    />
   );
 }

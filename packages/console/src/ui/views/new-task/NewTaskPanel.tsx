@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { sourceDependencies } from '../../../config.ts';
 import { ApiError, describeError } from '../../api/errors.ts';
 import type { TaskView } from '../../api/types.ts';
@@ -30,6 +30,16 @@ export function NewTaskPanel({ onCreated }: { onCreated(task: TaskView): void })
   // Remounting the fields clears what the DOM holds itself (a chosen file).
   const [generation, setGeneration] = useState(0);
   const inFlight = useRef(false);
+  // The submit button is disabled while its request runs, which drops the keyboard's focus to the
+  // page: it gets it back once the request ended (unless the focus went elsewhere meanwhile).
+  const button = useRef<HTMLButtonElement>(null);
+  const refocus = useRef(false);
+  useEffect(() => {
+    if (submitting || !refocus.current) return;
+    refocus.current = false;
+    const at = document.activeElement;
+    if (at === null || at === document.body) button.current?.focus();
+  }, [submitting]);
 
   const set = (name: string, value: FieldValue) => {
     setValues((v) => ({ ...v, [name]: value }));
@@ -45,6 +55,7 @@ export function NewTaskPanel({ onCreated }: { onCreated(task: TaskView): void })
     setGeneral([]);
     if (Object.keys(found).length > 0) return;
     inFlight.current = true;
+    refocus.current = true;
     setSubmitting(true);
     try {
       const answer = await api.send<{ id: string; status: string }>('POST', '/tasks', buildBody(panel.fields, values, opts), { 'idempotency-key': newIdempotencyKey() });
@@ -108,7 +119,7 @@ export function NewTaskPanel({ onCreated }: { onCreated(task: TaskView): void })
             ))}
           </div>
         ) : null}
-        <button type="submit" class="primary" disabled={submitting || uploads > 0}>
+        <button type="submit" class="primary" ref={button} disabled={submitting || uploads > 0}>
           {submitting ? 'Starting…' : panel.submitLabel}
         </button>
       </form>

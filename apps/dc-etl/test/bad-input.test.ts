@@ -208,7 +208,11 @@ describe('bad input', () => {
     expect((await t.pool.query(`SELECT count(*)::int AS n FROM etl_pub."${target}"`)).rows[0].n).toBe(0);
     expect(readdirSync(join(t.storageDir, 'uploads'))).toEqual([]);
     expect(readdirSync(join(t.storageDir, 'loads'))).toEqual([]);
-    expect((await json(t.call('GET', `/loads/${published.id}`))).status).toBe('discarded');
+    // Its record stays, as its manifest says (its chunk rows are gone), and says when it went.
+    expect(await json(t.call('GET', `/loads/${published.id}`))).toMatchObject({ status: 'discarded', rowsIn: 2, clean: 2, rejected: 0 });
+    const facts = new Map(((await json(t.call('GET', `/loads/${published.id}/overview`))).facts as { name: string; value: string }[]).map((f) => [f.name, f.value]));
+    expect(facts.get('Rows in')).toBe('2');
+    expect(facts.get('Discarded at')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
 
     // Its upload went with it: a load of it asked for again is refused saying so (not with the
     // server's path), and so are another tenant's upload and spec; no task is started.

@@ -141,7 +141,7 @@ export default defineApp({
         rowName: ['subject', 'ruleId', 'dataset', 'recno'],
         rowActions: [
           { label: 'Open query', method: 'POST', path: '/studies/{studyId}/discrepancies/{key}/queries', prompt: 'Query text' },
-          { label: 'Exclude', method: 'POST', path: '/studies/{studyId}/discrepancies/{key}/exclusion', prompt: 'Reason for the exclusion', confirm: 'Exclude this discrepancy from this and later runs?' },
+          { label: 'Exclude', method: 'POST', path: '/studies/{studyId}/discrepancies/{key}/exclusion', prompt: 'Reason for the exclusion', confirm: 'Exclude this discrepancy from the next runs of the study? They count it apart, not as an issue; this run keeps its findings and counts as they were.' },
         ],
         live: true,
       },

@@ -66,9 +66,10 @@ function toView(r: Record<string, any>): LoadView {
     specVersion: r.version,
     chunks: r.chunks,
     chunksLoaded: r.loaded,
-    rowsIn: Number(r.rows_in),
-    clean: Number(r.clean),
-    rejected: Number(r.rejected),
+    // Once checked, its manifest is the record (a discarded load's chunk rows are gone).
+    rowsIn: typeof r.manifest?.rowsIn === 'number' ? r.manifest.rowsIn : Number(r.rows_in),
+    clean: typeof r.manifest?.clean === 'number' ? r.manifest.clean : Number(r.clean),
+    rejected: typeof r.manifest?.rejected === 'number' ? r.manifest.rejected : Number(r.rejected),
     manifest: r.manifest,
     createdAt: r.created_at.toISOString(),
     checkedAt: iso(r.checked_at),
@@ -290,6 +291,7 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
         const view = toView(await ownedLoad(c, pool, params.id));
         const m = view.manifest as Record<string, any> | null;
         const count = (n: unknown) => (typeof n === 'number' ? n.toLocaleString('en-US') : '');
+        const when = (at: string | null) => (at ? `${at.slice(0, 19).replace('T', ' ')} UTC` : '');
         const facts: [string, string][] = [
           ['Status', view.status],
           ['Reason', view.error ?? ''],
@@ -297,14 +299,15 @@ export function loadRoutes(options: LoadRoutesOptions): RouteSpec[] {
           ['File', `${view.filename}${m ? ` (${count(m.file.bytes)} bytes, ${m.file.format}${m.file.compression ? `, ${m.file.compression}` : ''}, ${m.file.encoding}${m.file.bom ? ', BOM' : ''})` : ''}`],
           ['File SHA-256', m?.file.sha256 ?? ''],
           ['Spec', `version ${view.specVersion}${m ? `, SHA-256 ${m.spec.sha256.slice(0, 12)}` : ''}`],
-          ['Chunks loaded', `${view.chunksLoaded} of ${view.chunks ?? '?'}`],
+          ['Chunks loaded', `${count(view.chunksLoaded)} of ${view.chunks === null ? '?' : count(view.chunks)}`],
           ['Rows in', count(view.rowsIn)],
           ['Clean', count(view.clean)],
           ['Rejected', `${count(view.rejected)}${m ? ` (${(m.rejectRate * 100).toFixed(2)}%; ${count(m.problems)} problems)` : ''}`],
           ['Blank rows', m ? count(m.blank) : ''],
           ['Duplicates dropped', m ? `${count(m.duplicates)} in ${count(m.duplicateGroups)} groups` : ''],
           ['Published rows', m?.published !== undefined && m?.published !== null ? count(m.published) : ''],
-          ['Published at', view.publishedAt ?? ''],
+          ['Published at', when(view.publishedAt)],
+          ['Discarded at', when(view.discardedAt)],
           ['Empty source columns', m?.emptyColumns?.join(', ') ?? ''],
           ['Unmapped source columns', m?.unmappedColumns?.join(', ') ?? ''],
         ];

@@ -212,6 +212,7 @@ describe('bad input', () => {
     expect(await json(t.call('GET', `/loads/${published.id}`))).toMatchObject({ status: 'discarded', rowsIn: 2, clean: 2, rejected: 0 });
     const facts = new Map(((await json(t.call('GET', `/loads/${published.id}/overview`))).facts as { name: string; value: string }[]).map((f) => [f.name, f.value]));
     expect(facts.get('Rows in')).toBe('2');
+    expect(facts.get('Chunks loaded')).toBe('1 of 1');
     expect(facts.get('Discarded at')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
 
     // Its upload went with it: a load of it asked for again is refused saying so (not with the

@@ -265,8 +265,9 @@ describe('console API', () => {
   });
 
   it("streams a task's last item's outcome before its ending", async () => {
-    // The failing item settles last, and its settle ends the task.
-    const id = await submit({ count: 2, every: 2, special: { permanent: true, sleepMs: 800 } });
+    // The failing item settles last, and its settle ends the task (its 3 s leave the stream ample
+    // time to connect first).
+    const id = await submit({ count: 2, every: 2, special: { permanent: true, sleepMs: 3000 } });
     const sse = collectEventStream((await call('GET', `/tasks/${id}/events`)).body!);
     await waitFor(() => sse.messages.some((m) => m.event === 'task.completed'), { message: 'the ending' });
     const kinds = sse.messages.map((m) => `${m.event}${m.event === 'item.failed' ? `:${m.data.key}:${m.data.willRetry}` : ''}`);

@@ -65,6 +65,8 @@ describe('item log lines', () => {
       await purger.query('COMMIT');
       await appended;
     } finally {
+      // (A failed step leaves no transaction holding the task's row for the teardown to wait on.)
+      await purger.query('ROLLBACK').catch(() => {});
       purger.release();
     }
     const { rows } = await t.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM fanout_item_log WHERE task_id = $1', [created.id]);

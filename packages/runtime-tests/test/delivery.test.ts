@@ -187,7 +187,7 @@ describe('delivery and retries', () => {
       const failed = await t.app.fanout.listItems(task.id, { status: 'failed', limit: 10 });
       const waited = failed.rows.find((i) => i.key === 'item-1');
       expect(waited).toMatchObject({ attempts: 2, error: { code: 'expired' } });
-      expect(waited!.error?.message).toMatch(/waiting 5s for a free handler/);
+      expect(waited!.error?.message).toMatch(/expired waiting for a free handler: none of its process.s handlers came free for 5s/);
     });
 
     it('a cancelled task ends, its item cancelled', async () => {

@@ -255,6 +255,19 @@ describe('retention', () => {
       expect(await app.fanout.store.claimFanIn(null, ['test_batch'], 60_000, randomUUID())).toBeNull();
       await app.fanout.deleteTask(stale!.id);
       expect(await app.fanout.getTask(stale!.id)).toBeNull();
+
+      // One whose hook failed a moment ago (backing off for 30 s, under no process's token): not a
+      // fan-in that runs, so past the minute after its end it is deleted at once, not refused
+      // for as long as its hook keeps failing.
+      const [failing] = await app.prisma.$queryRaw<{ id: string }[]>`
+        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+        VALUES (gen_random_uuid(), 'test_batch', null, '{}', 'completed', 0, 0, 1, 1, 0, now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '3 minutes')
+        RETURNING id::text`;
+      const hook = randomUUID();
+      expect(await app.fanout.store.claimFanIn(failing!.id, ['test_batch'], 60_000, hook)).not.toBeNull();
+      await app.fanout.store.releaseFanIn(failing!.id, hook, 30_000);
+      await app.fanout.deleteTask(failing!.id);
+      expect(await app.fanout.getTask(failing!.id)).toBeNull();
     } finally {
       finishFanIn();
       await app.close();

@@ -65,7 +65,8 @@ function toView(r: Record<string, any>): LoadView {
     filename: r.filename,
     specVersion: r.version,
     chunks: r.chunks,
-    chunksLoaded: r.loaded,
+    // (A discarded load's chunk rows are gone: it had loaded every chunk its manifest counts.)
+    chunksLoaded: r.status === 'discarded' && typeof r.manifest?.chunks === 'number' ? r.manifest.chunks : r.loaded,
     // Once checked, its manifest is the record (a discarded load's chunk rows are gone).
     rowsIn: typeof r.manifest?.rowsIn === 'number' ? r.manifest.rowsIn : Number(r.rows_in),
     clean: typeof r.manifest?.clean === 'number' ? r.manifest.clean : Number(r.clean),

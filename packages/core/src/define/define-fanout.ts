@@ -97,8 +97,9 @@ export interface ChildQueueOptions {
   /**
    * An attempt still running this long after its handler started is aborted (its `signal`) and
    * counts as a failed attempt, also when its handler ignores the signal (it is then no longer
-   * waited for, 3 s later). An item claimed ahead that waits longer than that for a free handler
-   * (behind handlers that ignore their signals) expires the same way, without running.
+   * waited for, 3 s later). An item claimed ahead that waits for a free handler while none came
+   * free for longer than that (behind handlers that ignore their signals) expires the same way,
+   * without running.
    * @default 1800 (30 minutes)
    */
   expireInSeconds?: number;

@@ -105,6 +105,8 @@ export class ChildRunner {
    * its slot idle for the round trips of a job and a claim.
    */
   readonly #held: LocalLimit;
+  /** When a handler last came free (`performance.now()`): an item waiting for one expires only after a long quiet. */
+  #lastFreed = 0;
   /** The handlers' mean duration (ms, moving average), which sizes `#held`. */
   #meanItemMs: number | null = null;
   readonly #leases: LeaseKeeper;
@@ -372,10 +374,17 @@ export class ChildRunner {
       if (!this.#limit.tryAcquire()) {
         // Behind handlers that never return (they ignore their signals), an item would wait for
         // ever under a renewed lease, and given back it would be claimed again to wait again: so
-        // a wait longer than an attempt and its grace uses the attempt, and the item's attempts
-        // end the cycle. (Only behind a handler no longer waited for: one that expires frees its
-        // place within its grace, and the item waiting for that place starts then.)
-        expiry = setTimeout(expire, expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS, attempt);
+        // a wait through which no handler of this process came free for longer than an attempt
+        // and its grace uses the attempt, and the item's attempts end the cycle. Handlers that
+        // come free (and whose places other tasks' items may take first, in turn) keep it waiting.
+        const bound = expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS;
+        const check = () => {
+          const quiet = performance.now() - this.#lastFreed;
+          if (quiet >= bound) return attempt.abort('expired');
+          expiry = setTimeout(check, bound - quiet);
+          expiry.unref();
+        };
+        expiry = setTimeout(check, bound);
         expiry.unref();
         try {
           await this.#limit.acquire(attempt.signal, item.taskId);
@@ -412,12 +421,14 @@ export class ChildRunner {
           // expire waiting, and use up their attempts), not a claim's worth each time.
           const free = () => {
             ctx.stats.inFlight--;
+            this.#lastFreed = performance.now();
             this.#limit.release();
             this.#held.release();
           };
           handling.then(free, free);
         } else {
           ctx.stats.inFlight--;
+          this.#lastFreed = performance.now();
           this.#limit.release();
         }
       }
@@ -443,7 +454,7 @@ export class ChildRunner {
                 code: 'expired',
                 message:
                   startedAt === null
-                    ? `expired after waiting ${(expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS) / 1000}s for a free handler (every handler of its process was busy)`
+                    ? `expired waiting for a free handler: none of its process's handlers came free for ${(expireMs + ABANDON_AFTER_MS + WAIT_MARGIN_MS) / 1000}s (they ignore their signals)`
                     : `job expired after ${definition.resolved.child.expireInSeconds}s`,
                 attempt: item.attempt,
               }

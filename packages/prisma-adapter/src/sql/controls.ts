@@ -219,7 +219,8 @@ export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<v
       -- (as deleteRefusal reads it)
       AND ((announced_round >= round AND fanin_round >= round)
            OR coalesce(completed_at, updated_at) < now() - ${ENDING_WAIT_MS}::int * interval '1 millisecond')
-      AND (fanin_round >= round OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+      -- (a fan-in runs: held under a token; a failed one's back-off has none, and is "still to come")
+      AND (fanin_round >= round OR fanin_token IS NULL OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
     RETURNING id`;
   if (marked.length === 0) throw await deleteRefusal(db, taskId, false);
   for (;;) {
@@ -251,7 +252,7 @@ export async function deleteTask(db: PrismaQueryable, taskId: string): Promise<v
 export async function deleteRefusal(db: PrismaQueryable, taskId: string, held: boolean): Promise<FanoutError> {
   const [task] = await db.$queryRaw<{ status: string; purging: boolean; purge_ms: number | null; fan_in_ms: number | null; announce: boolean; fan_in: boolean; wait_ms: number }[]>`
     SELECT status, purging, ceil(extract(epoch FROM purge_lease_until - clock_timestamp()) * 1000)::int AS purge_ms,
-           CASE WHEN fanin_round < round THEN ceil(extract(epoch FROM fanin_lease_until - clock_timestamp()) * 1000)::int END AS fan_in_ms,
+           CASE WHEN fanin_round < round AND fanin_token IS NOT NULL THEN ceil(extract(epoch FROM fanin_lease_until - clock_timestamp()) * 1000)::int END AS fan_in_ms,
            announced_round < round AS announce, fanin_round < round AS fan_in,
            GREATEST(0, extract(epoch FROM coalesce(completed_at, updated_at) + ${ENDING_WAIT_MS}::int * interval '1 millisecond' - now()) * 1000)::int AS wait_ms
     FROM fanout_task WHERE id = ${taskId}::uuid`;

@@ -42,7 +42,7 @@ export async function listTasks(db: PrismaQueryable, query: ListTasksQuery): Pro
   const prefix = query.idPrefix === undefined ? null : `${query.idPrefix.toLowerCase()}%`;
   const rows = await db.$queryRaw<TaskRow[]>`
     SELECT id, kind, tenant, NULL::jsonb AS input, status, stop_reason, error, total, succeeded, failed, cancelled, round,
-           max_attempts, max_failures, max_failure_ratio, deadline_at, dispatched_at, created_at, started_at, completed_at,
+           max_attempts, max_failures, max_failure_ratio, deadline_at, dispatched_at, dispatch_cut, created_at, started_at, completed_at,
            updated_at, summary, archived_at, priority, purged_at, round_started_at, round_settled_at_start, idempotency_key, request_hash
     FROM fanout_task
     WHERE (${query.kind ?? null}::text IS NULL OR kind = ${query.kind ?? null}::text)

@@ -126,7 +126,7 @@ export async function markPurged(db: PrismaQueryable, taskId: string, lease: Pur
       -- (its ending come, as deleteRefusal reads it)
       AND ((announced_round >= round AND fanin_round >= round)
            OR coalesce(completed_at, updated_at) < now() - ${ENDING_WAIT_MS}::int * interval '1 millisecond')
-      AND (fanin_round >= round OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
+      AND (fanin_round >= round OR fanin_token IS NULL OR fanin_lease_until IS NULL OR fanin_lease_until < clock_timestamp())
     RETURNING id`;
   if (rows.length === 0) throw await deleteRefusal(db, taskId, true);
 }

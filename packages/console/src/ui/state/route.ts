@@ -67,5 +67,9 @@ export function tokenFromFragment(hash: string): string | null {
   return token && token.trim() ? token.trim() : null;
 }
 
-/** Whether a route's id can be a task's (a UUID, in any case): another is no task, and asks nothing. */
-export const isTaskId = (id: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
+/**
+ * Whether a route's id can be a task's: a UUID as the server checks one (RFC 9562: its version and
+ * variant digits, or the nil and max UUIDs). Another is no task, and asks nothing.
+ */
+export const isTaskId = (id: string): boolean =>
+  /^([0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$/i.test(id);

@@ -78,10 +78,13 @@ export class EventStream {
           this.#options.onUnauthorized();
           return;
         }
-        if ((res.status === 404 || res.status === 400) && scope !== null) {
-          // The task it would follow is not there (deleted meanwhile, another tenant's): every task
-          // of the tenant instead, as a list page has, rather than the same refusal every few seconds.
+        if (res.status === 404 && scope !== null && (await apiCode(res)) === 'not_found') {
+          // The API says the task it would follow is not there (deleted meanwhile, another
+          // tenant's): every task of the tenant instead, as a list page has, rather than the same
+          // refusal every few seconds. (Another 404, a proxy's during a deploy, is retried as any
+          // refusal.) Opening that task again follows it again.
           scope = null;
+          if (this.#controller?.signal === signal) this.#scope = null;
           continue;
         }
         if (!res.ok || !res.body) {
@@ -140,6 +143,16 @@ export class EventStream {
 }
 
 /** The server's own words for a refusal (`{ error: { message } }`), when it gave any. */
+/** The API's error code of a refusal (`{ error: { code } }`), or null for another body (a proxy's page). */
+async function apiCode(res: Response): Promise<string | null> {
+  try {
+    const body = (await res.clone().json()) as { error?: { code?: unknown } };
+    return typeof body?.error?.code === 'string' ? body.error.code : null;
+  } catch {
+    return null;
+  }
+}
+
 async function refusalMessage(res: Response): Promise<string> {
   try {
     const body = (await res.json()) as { error?: { message?: unknown } };

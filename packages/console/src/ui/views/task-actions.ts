@@ -21,13 +21,22 @@ export type Busy = (on: boolean) => void;
 export function useTaskActions() {
   const { api, store, toast, confirm, navigate } = useApp();
   return useMemo(() => {
+    /** Whether the task is no longer there for this token (a 404 of an action may be the app's own resource's). */
+    async function gone(task: TaskView): Promise<boolean> {
+      try {
+        await api.get<TaskView>(taskPath(task));
+        return false;
+      } catch (error) {
+        return error instanceof ApiError && error.status === 404;
+      }
+    }
     async function run(what: string, action: () => Promise<string>, busy?: Busy, task?: TaskView): Promise<boolean> {
       busy?.(true);
       try {
         toast({ text: await action() });
         return true;
       } catch (error) {
-        if (task && error instanceof ApiError && error.status === 404 && error.code === 'not_found' && error.message.startsWith('task ')) {
+        if (task && error instanceof ApiError && error.status === 404 && (await gone(task))) {
           // Deleted meanwhile (on another page, by someone else): it leaves the page, not an error
           // on a task that is no longer there.
           store.remove(task.id);

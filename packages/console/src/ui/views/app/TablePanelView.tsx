@@ -233,12 +233,22 @@ export function TablePanelView({ panel, taskId, version, appTurn, appDone }: { p
 function TextFilter({ value, onApply }: { value: string; onApply(value: string): void }) {
   const [text, setText] = useState(value);
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
-  useEffect(() => setText(value), [value]);
+  // What this field applied last: the value coming back from it is not a change from elsewhere,
+  // and must not overwrite what was typed since.
+  const applied = useRef(value);
+  useEffect(() => {
+    if (value !== applied.current) {
+      applied.current = value;
+      setText(value);
+    }
+  }, [value]);
   useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
   const apply = (next: string) => {
     if (timer.current) clearTimeout(timer.current);
     timer.current = null;
-    if (next !== value) onApply(next);
+    if (next === applied.current) return;
+    applied.current = next;
+    onApply(next);
   };
   return (
     <input

@@ -68,10 +68,13 @@ describe('run endings', () => {
     expect(await discrepancies(studyId)).toEqual({ open: N - 1, resolved: 1 });
     expect((await pool.query("SELECT resolved_run_id FROM qc_discrepancy WHERE study_id = $1 AND status = 'resolved'", [studyId])).rows).toEqual([{ resolved_run_id: run2 }]);
     expect((await t.json('GET', `/runs/${run2}/changes`)).changes).toEqual([{ ruleId: 'OLD', new: 0, open: cut.summary.checkedSubjects - 1, resolved: 1 }]);
+    // Its rules' results say they are of the subjects it checked only.
+    expect((await t.rules(run2)).get('OLD')!.reason).toMatch(/^this run did not check every subject \(cancelled, \d+ cancelled\): only the subjects it checked count$/);
 
     // A complete run afterwards compares with run 1 (the last complete run), not with the cut one.
     const run3 = await t.run(studyId, rs);
     expect((await t.waitRun(run3, 300_000)).summary).toMatchObject({ complete: true, previousRunId: run1, new: 0, open: N - 1, resolved: 1 });
+    expect((await t.rules(run3)).get('OLD')!.reason).toBeNull();
     expect(await discrepancies(studyId)).toEqual({ open: N - 1, resolved: 1 });
   });
 

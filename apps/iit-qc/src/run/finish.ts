@@ -118,7 +118,13 @@ export async function finishRun(pool: pg.Pool, task: RunEnding): Promise<RunSumm
         excluded: c?.excluded ?? 0,
         subjects: c?.subjects ?? 0,
         errors: e?.errors ?? (studyError ? 1 : 0),
-        reason: skippedReason ?? studyError ?? (e ? `${e.errors} record(s) could not be evaluated: ${e.message}` : null),
+        reason:
+          skippedReason ??
+          studyError ??
+          (e ? `${e.errors} record(s) could not be evaluated: ${e.message}` : null) ??
+          // A run cancelled or stopped halfway, or with failed children: what it says of a rule is of
+          // the subjects it checked only (a "passed" is no proof for the others).
+          (complete ? null : `this run did not check every subject (${task.status}${task.failed > 0 ? `, ${task.failed} failed` : ''}${task.cancelled > 0 ? `, ${task.cancelled} cancelled` : ''}): only the subjects it checked count`),
       };
     });
     // One statement for every rule's result (a round trip each was 150 for the pilot's rule set).

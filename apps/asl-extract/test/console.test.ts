@@ -247,6 +247,10 @@ describe('ASL operator console in Chromium', () => {
     const [uiTask] = (await apiTasks()).filter((x) => x.total === 3);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await signedIn(context);
+    // Found by its id, typed into the search (applied as typed, a moment after the last key).
+    await page.getByLabel('Find a task by id').fill(uiTask!.id);
+    await waitFor(async () => ((await page.locator('li.task-row').count()) === 1 ? true : null), { timeoutMs: ACTION_MS, message: 'the one task found' });
+    expect(await page.locator('li.task-row').getAttribute('data-task-id')).toBe(uiTask!.id);
     // A deep link.
     await page.goto(`${t.apiUrl}/#/tasks/${uiTask!.id}`);
     await page.getByRole('heading', { name: /Task/ }).first().waitFor();

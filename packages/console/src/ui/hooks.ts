@@ -21,6 +21,26 @@ export function useNow(enabled: boolean, intervalMs = 1000): number {
 }
 
 /**
+ * A call put off until `delayMs` after the last request for it (typing that settles): `later(fn)`
+ * replaces any call still waiting, `cancel()` drops it; an unmounted component's is dropped too.
+ */
+export function useDebounced(delayMs: number): { later(fn: () => void): void; cancel(): void } {
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const cancel = () => {
+    if (timer.current) clearTimeout(timer.current);
+    timer.current = null;
+  };
+  useEffect(() => cancel, []);
+  return {
+    later(fn) {
+      cancel();
+      timer.current = setTimeout(fn, delayMs);
+    },
+    cancel,
+  };
+}
+
+/**
  * Returns a function that runs `fn` at most once per `intervalMs`: a call inside the interval
  * runs it at the interval's end, once however many calls came.
  */

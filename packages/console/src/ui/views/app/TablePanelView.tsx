@@ -4,7 +4,7 @@ import { ApiError, describeError, isAbort } from '../../api/errors.ts';
 import { useApp } from '../../app-context.ts';
 import { ColumnValue } from '../../components/ColumnValue.tsx';
 import { ErrorNote } from '../../components/ErrorNote.tsx';
-import { useThrottled } from '../../hooks.ts';
+import { useDebounced, useThrottled } from '../../hooks.ts';
 import { formatColumn, valueAt } from '../../state/columns.ts';
 import { fillPath, withQuery } from '../../state/template.ts';
 
@@ -232,7 +232,7 @@ export function TablePanelView({ panel, taskId, version, appTurn, appDone }: { p
 /** A text filter applied as you type (a moment after the last key), and at once on Enter or leaving it. */
 function TextFilter({ value, onApply }: { value: string; onApply(value: string): void }) {
   const [text, setText] = useState(value);
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const typing = useDebounced(300);
   // What this field applied last: the value coming back from it is not a change from elsewhere,
   // and must not overwrite what was typed since.
   const applied = useRef(value);
@@ -242,10 +242,8 @@ function TextFilter({ value, onApply }: { value: string; onApply(value: string):
       setText(value);
     }
   }, [value]);
-  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
   const apply = (next: string) => {
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = null;
+    typing.cancel();
     if (next === applied.current) return;
     applied.current = next;
     onApply(next);
@@ -257,8 +255,7 @@ function TextFilter({ value, onApply }: { value: string; onApply(value: string):
       onInput={(e) => {
         const next = e.currentTarget.value;
         setText(next);
-        if (timer.current) clearTimeout(timer.current);
-        timer.current = setTimeout(() => apply(next), 300);
+        typing.later(() => apply(next));
       }}
       onChange={(e) => apply(e.currentTarget.value)}
     />

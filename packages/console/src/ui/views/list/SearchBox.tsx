@@ -1,20 +1,18 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { useDebounced } from '../../hooks.ts';
 import { searchQuery } from '../../state/tabs.ts';
 
 /** Search by task id (its start, 4 hex characters or more), applied as you type. */
 export function SearchBox({ q, onSearch }: { q: string; onSearch(q: string): void }) {
   const [value, setValue] = useState(q);
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const typing = useDebounced(300);
   useEffect(() => setValue(q), [q]);
-  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
   const invalid = value.trim() !== '' && searchQuery(value) === null;
-  const apply = (next: string) => {
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = setTimeout(() => {
+  const apply = (next: string) =>
+    typing.later(() => {
       const s = next.trim();
       if (s === '' || searchQuery(s) !== null) onSearch(s);
-    }, 300);
-  };
+    });
   return (
     <form class="search" role="search" onSubmit={(e) => e.preventDefault()}>
       <label for="task-search">Find a task by id</label>

@@ -56,6 +56,8 @@ const LOAD_SELECT = `
     FROM etl_load l JOIN etl_spec s ON s.id = l.spec_id JOIN etl_upload u ON u.id = l.upload_id`;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
+/** A count as the load's manifest records it once checked (its chunk rows may be gone since), else the chunks' sum. */
+const checked = (r: Record<string, any>, key: string, sum: unknown): number => (typeof r.manifest?.[key] === 'number' ? r.manifest[key] : Number(sum));
 function toView(r: Record<string, any>): LoadView {
   return {
     id: r.id,
@@ -65,12 +67,11 @@ function toView(r: Record<string, any>): LoadView {
     filename: r.filename,
     specVersion: r.version,
     chunks: r.chunks,
-    // (A discarded load's chunk rows are gone: it had loaded every chunk its manifest counts.)
-    chunksLoaded: r.status === 'discarded' && typeof r.manifest?.chunks === 'number' ? r.manifest.chunks : r.loaded,
-    // Once checked, its manifest is the record (a discarded load's chunk rows are gone).
-    rowsIn: typeof r.manifest?.rowsIn === 'number' ? r.manifest.rowsIn : Number(r.rows_in),
-    clean: typeof r.manifest?.clean === 'number' ? r.manifest.clean : Number(r.clean),
-    rejected: typeof r.manifest?.rejected === 'number' ? r.manifest.rejected : Number(r.rejected),
+    // A discarded load's chunk rows are gone: it had loaded every chunk its manifest counts.
+    chunksLoaded: r.status === 'discarded' ? checked(r, 'chunks', r.loaded) : r.loaded,
+    rowsIn: checked(r, 'rowsIn', r.rows_in),
+    clean: checked(r, 'clean', r.clean),
+    rejected: checked(r, 'rejected', r.rejected),
     manifest: r.manifest,
     createdAt: r.created_at.toISOString(),
     checkedAt: iso(r.checked_at),

@@ -229,12 +229,11 @@ describe('retention', () => {
       await fanInRunning;
       await app.prisma.$executeRaw`
         INSERT INTO fanout_item_log (task_id, item_id, attempt, at, message) SELECT task_id, id, 1, now(), 'a line' FROM fanout_item WHERE task_id = ${task.id}::uuid`;
-      const deleting = app.fanout.deleteTask(task.id).then(() => order.push('deleted'));
-      // While its fan-in runs (the app's state it writes, a load's verdict), the task stays.
-      let timer: NodeJS.Timeout | undefined;
-      expect(await Promise.race([deleting.then(() => 'deleted'), new Promise((resolve) => (timer = setTimeout(resolve, 1500, 'waiting')))])).toBe('waiting');
-      clearTimeout(timer);
+      // While its fan-in runs (the app's state it writes, a load's verdict), the store refuses the
+      // delete with a refusal that passes, and the task stays; the runtime's delete waits it out.
+      await expect(app.fanout.store.deleteTask(task.id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('its fan-in is running'), retryAfterMs: expect.any(Number) });
       expect(await app.fanout.getTask(task.id)).toMatchObject({ status: 'completed', succeeded: 5000 });
+      const deleting = app.fanout.deleteTask(task.id).then(() => order.push('deleted'));
       finishFanIn();
       await deleting;
       expect(order).toEqual(['fan-in ran', 'deleted']);
@@ -244,30 +243,33 @@ describe('retention', () => {
                (SELECT count(*) FROM fanout_item_log WHERE task_id = ${task.id}::uuid)::int AS logs`;
       expect(left).toEqual({ items: 0, logs: 0 });
 
-      // A task whose fan-in never ran (its hook failed for over a minute): deleted all the same, and
+      // A task that ended two minutes ago, its ending announced, its fan-in not run.
+      const unfannedIn = async () =>
+        (
+          await app.prisma.$queryRaw<{ id: string }[]>`
+            INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
+            VALUES (gen_random_uuid(), 'test_batch', null, '{}', 'completed', 0, 0, 1, 1, 0, now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '3 minutes')
+            RETURNING id::text`
+        )[0]!;
+
+      // One whose fan-in never ran (its hook failed for over a minute): deleted all the same, and
       // once its delete began (marked purged, its app's purge hook running), its fan-in is not taken up.
-      const [stale] = await app.prisma.$queryRaw<{ id: string }[]>`
-        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
-        VALUES (gen_random_uuid(), 'test_batch', null, '{}', 'completed', 0, 0, 1, 1, 0, now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '3 minutes')
-        RETURNING id::text`;
-      await app.fanout.store.markPurged!(stale!.id, { token: randomUUID(), ms: 60_000 });
-      expect(await app.fanout.store.claimFanIn(stale!.id, ['test_batch'], 60_000, randomUUID())).toBeNull();
+      const stale = await unfannedIn();
+      await app.fanout.store.markPurged!(stale.id, { token: randomUUID(), ms: 60_000 });
+      expect(await app.fanout.store.claimFanIn(stale.id, ['test_batch'], 60_000, randomUUID())).toBeNull();
       expect(await app.fanout.store.claimFanIn(null, ['test_batch'], 60_000, randomUUID())).toBeNull();
-      await app.fanout.deleteTask(stale!.id);
-      expect(await app.fanout.getTask(stale!.id)).toBeNull();
+      await app.fanout.deleteTask(stale.id);
+      expect(await app.fanout.getTask(stale.id)).toBeNull();
 
       // One whose hook failed a moment ago (backing off for 30 s, under no process's token): not a
       // fan-in that runs, so past the minute after its end it is deleted at once, not refused
       // for as long as its hook keeps failing.
-      const [failing] = await app.prisma.$queryRaw<{ id: string }[]>`
-        INSERT INTO fanout_task (id, kind, tenant, input, status, total, succeeded, round, announced_round, fanin_round, started_at, completed_at, dispatched_at)
-        VALUES (gen_random_uuid(), 'test_batch', null, '{}', 'completed', 0, 0, 1, 1, 0, now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '3 minutes')
-        RETURNING id::text`;
+      const failing = await unfannedIn();
       const hook = randomUUID();
-      expect(await app.fanout.store.claimFanIn(failing!.id, ['test_batch'], 60_000, hook)).not.toBeNull();
-      await app.fanout.store.releaseFanIn(failing!.id, hook, 30_000);
-      await app.fanout.deleteTask(failing!.id);
-      expect(await app.fanout.getTask(failing!.id)).toBeNull();
+      expect(await app.fanout.store.claimFanIn(failing.id, ['test_batch'], 60_000, hook)).not.toBeNull();
+      await app.fanout.store.releaseFanIn(failing.id, hook, 30_000);
+      await app.fanout.deleteTask(failing.id);
+      expect(await app.fanout.getTask(failing.id)).toBeNull();
     } finally {
       finishFanIn();
       await app.close();
